@@ -1,0 +1,317 @@
+"""Results stage: one SQLite file (WAL), schema versioned by PRAGMA user_version.
+
+A `runs` row holds everything needed to repeat a run; what the guest
+reported hangs off it: the raw records (kept verbatim, so any figure can be
+re-derived), and typed tables for the common questions. A run is written in
+two transactions: the row as `running` when the guest starts, then the
+records and the final status together, so a crash or Ctrl-C never leaves
+records without a status.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+# Each entry moves the schema one version up; never edit a released entry.
+MIGRATIONS = [
+    # 1: runs and what hangs off them
+    """
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        status TEXT NOT NULL CHECK (status IN ('running', 'ok', 'failed', 'aborted')),
+        reason TEXT,
+        started_at TEXT NOT NULL,
+        ended_at TEXT,
+        wall_s REAL,
+        boot_wall_s REAL,
+        host TEXT NOT NULL,
+        pid INTEGER,
+        vmlab_version TEXT,
+        topology TEXT NOT NULL,
+        topology_sha256 TEXT NOT NULL,
+        topology_toml TEXT NOT NULL,
+        topology_shape TEXT NOT NULL,
+        nodes INTEGER NOT NULL,
+        cpus INTEGER NOT NULL,
+        memory_mib_per_node INTEGER NOT NULL,
+        scale REAL NOT NULL,
+        native_isa TEXT NOT NULL,
+        guest_isa TEXT NOT NULL,
+        experiment TEXT NOT NULL,
+        params_json TEXT NOT NULL,
+        kernel_arch TEXT NOT NULL,
+        kernel_release TEXT,
+        kernel_source TEXT,
+        patch_set TEXT NOT NULL,
+        kernel_flavor TEXT NOT NULL,
+        kernel_config_sha256 TEXT,
+        kernel_sha256 TEXT,
+        initramfs_sha256 TEXT,
+        engine TEXT NOT NULL,
+        engine_version TEXT NOT NULL,
+        qemu_mode TEXT NOT NULL,
+        timing_mode TEXT NOT NULL,
+        seed INTEGER NOT NULL,
+        command_line TEXT NOT NULL,
+        log_path TEXT,
+        log_sha256 TEXT,
+        limitations TEXT NOT NULL,
+        ingest_errors INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE records (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        lineno INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (run_id, lineno)
+    );
+    CREATE TABLE guest_nodes (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        node INTEGER NOT NULL,
+        cpus TEXT NOT NULL,
+        mem_total_kib INTEGER,
+        hmat_read_latency_ns INTEGER,
+        PRIMARY KEY (run_id, node)
+    );
+    CREATE TABLE guest_distances (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        src INTEGER NOT NULL,
+        dst INTEGER NOT NULL,
+        distance INTEGER NOT NULL,
+        expected INTEGER NOT NULL,
+        hops INTEGER NOT NULL,
+        PRIMARY KEY (run_id, src, dst)
+    );
+    CREATE TABLE chunk_times (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        cycle INTEGER NOT NULL,
+        chunk INTEGER NOT NULL,
+        wall_ms REAL NOT NULL,
+        cpu_ms REAL,
+        t_ms REAL,
+        minflt INTEGER,
+        majflt INTEGER,
+        absent_pages INTEGER,
+        sampled_pages INTEGER,
+        main_node INTEGER,
+        swap_used_kib INTEGER,
+        PRIMARY KEY (run_id, cycle, chunk)
+    );
+    CREATE TABLE node_free (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        cycle INTEGER,
+        chunk INTEGER,
+        node INTEGER NOT NULL,
+        free_kib INTEGER NOT NULL,
+        PRIMARY KEY (run_id, seq, node)
+    );
+    CREATE TABLE node_mem (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        phase TEXT NOT NULL,
+        node INTEGER NOT NULL,
+        field TEXT NOT NULL,
+        kib INTEGER NOT NULL,
+        PRIMARY KEY (run_id, phase, node, field)
+    );
+    CREATE TABLE numastat (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        phase TEXT NOT NULL,
+        node INTEGER NOT NULL,
+        counter TEXT NOT NULL,
+        value INTEGER NOT NULL,
+        PRIMARY KEY (run_id, phase, node, counter)
+    );
+    CREATE TABLE vmstat (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        phase TEXT NOT NULL,
+        counter TEXT NOT NULL,
+        value INTEGER NOT NULL,
+        PRIMARY KEY (run_id, phase, counter)
+    );
+    CREATE TABLE kswapd (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        phase TEXT NOT NULL,
+        node INTEGER NOT NULL,
+        cpu_s REAL NOT NULL,
+        PRIMARY KEY (run_id, phase, node)
+    );
+    CREATE TABLE metrics (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        value REAL,
+        text TEXT,
+        unit TEXT,
+        PRIMARY KEY (run_id, name)
+    );
+    """,
+    # 2: views for the common cross-run questions
+    """
+    CREATE VIEW v_vmstat_delta AS
+        SELECT a.run_id, a.counter, a.value - b.value AS delta
+        FROM vmstat a JOIN vmstat b ON a.run_id = b.run_id AND a.counter = b.counter
+        WHERE a.phase = 'after' AND b.phase = 'before';
+    CREATE VIEW v_node_mem_delta AS
+        SELECT a.run_id, a.node, a.field, b.kib AS before_kib, a.kib AS after_kib, a.kib - b.kib AS delta_kib
+        FROM node_mem a JOIN node_mem b ON a.run_id = b.run_id AND a.node = b.node AND a.field = b.field
+        WHERE a.phase = 'after' AND b.phase = 'before';
+    CREATE VIEW v_numastat_delta AS
+        SELECT a.run_id, a.node, a.counter, a.value - b.value AS delta
+        FROM numastat a JOIN numastat b ON a.run_id = b.run_id AND a.node = b.node AND a.counter = b.counter
+        WHERE a.phase = 'after' AND b.phase = 'before';
+    CREATE VIEW v_chunk_cycle AS
+        SELECT run_id, cycle, COUNT(*) AS chunks, MIN(wall_ms) AS min_ms, AVG(wall_ms) AS avg_ms,
+               MAX(wall_ms) AS max_ms, SUM(wall_ms) AS total_ms, SUM(majflt) AS majflt
+        FROM chunk_times GROUP BY run_id, cycle;
+    CREATE VIEW v_runs AS
+        SELECT id, status, topology, topology_shape, nodes, experiment, patch_set, kernel_flavor,
+               kernel_release, qemu_mode, timing_mode, scale, started_at, wall_s, reason
+        FROM runs;
+    """,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class SchemaError(RuntimeError):
+    pass
+
+
+def connect(path: Path | str, readonly: bool = False) -> sqlite3.Connection:
+    path = Path(path)
+    if readonly:
+        if not path.exists():
+            raise SchemaError(f"{path}: no results database yet (run an experiment first)")
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    else:
+        con = sqlite3.connect(path)
+        con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA foreign_keys=ON")
+    con.row_factory = sqlite3.Row
+    if not readonly:
+        migrate(con, path)
+    else:
+        v = con.execute("PRAGMA user_version").fetchone()[0]
+        if v > SCHEMA_VERSION:
+            raise SchemaError(f"{path}: schema version {v} is newer than this vmlab ({SCHEMA_VERSION})")
+    return con
+
+
+def migrate(con: sqlite3.Connection, path="database") -> int:
+    v = con.execute("PRAGMA user_version").fetchone()[0]
+    if v > SCHEMA_VERSION:
+        raise SchemaError(f"{path}: schema version {v} is newer than this vmlab ({SCHEMA_VERSION}); "
+                          f"update vmlab or use another --db")
+    for n in range(v, SCHEMA_VERSION):
+        with con:  # each step atomic, with its version bump
+            con.executescript("BEGIN;" + MIGRATIONS[n] + f"PRAGMA user_version = {n + 1}; COMMIT;")
+    return SCHEMA_VERSION
+
+
+def start_run(con: sqlite3.Connection, row: dict) -> int:
+    cols = ", ".join(row)
+    marks = ", ".join("?" for _ in row)
+    with con:
+        cur = con.execute(f"INSERT INTO runs (status, pid, {cols}) VALUES ('running', ?, {marks})",
+                          [os.getpid(), *row.values()])
+    return cur.lastrowid
+
+
+def reap_stale(con: sqlite3.Connection, host: str) -> int:
+    """Rows left `running` by a process on this host that no longer exists
+    (killed -9, power loss) become `aborted`."""
+    stale = []
+    for r in con.execute("SELECT id, pid FROM runs WHERE status = 'running' AND host = ?", (host,)):
+        try:
+            os.kill(r["pid"], 0)
+        except (ProcessLookupError, TypeError):
+            stale.append(r["id"])
+        except PermissionError:
+            pass
+    with con:
+        for rid in stale:
+            con.execute("UPDATE runs SET status = 'aborted', reason = 'vmlab process vanished' WHERE id = ?", (rid,))
+    return len(stale)
+
+
+def finish_run(con: sqlite3.Connection, run_id: int, fields: dict, parsed, topo) -> None:
+    """Store the records and the final status in one transaction."""
+    sets = ", ".join(f"{k} = ?" for k in fields)
+    with con:
+        con.execute(f"UPDATE runs SET {sets}, ingest_errors = ? WHERE id = ?",
+                    [*fields.values(), len(parsed.errors), run_id])
+        ingest(con, run_id, parsed, topo)
+
+
+def ingest(con: sqlite3.Connection, run_id: int, parsed, topo) -> None:
+    con.executemany("INSERT INTO records (run_id, lineno, type, body) VALUES (?, ?, ?, ?)",
+                    [(run_id, r.lineno, r.type, json.dumps(r.body)) for r in parsed.records])
+    for i, err in enumerate(parsed.errors):
+        con.execute("INSERT OR REPLACE INTO metrics (run_id, name, text) VALUES (?, ?, ?)",
+                    (run_id, f"ingest_error_{i}", err))
+    m = parsed.first("machine")
+    if m:
+        b = m.body
+        for nd in b.get("nodes", []):
+            con.execute("INSERT OR REPLACE INTO guest_nodes VALUES (?, ?, ?, ?, ?)",
+                        (run_id, nd.get("node"), nd.get("cpus", ""), nd.get("mem_total_kib"),
+                         nd.get("hmat_read_latency_ns")))
+        slit = topo.slit()
+        for i, row in enumerate(b.get("distances", [])):
+            for j, d in enumerate(row):
+                exp = slit[i][j] if i < topo.nodes and j < topo.nodes else -1
+                hops = topo.hops[i][j] if i < topo.nodes and j < topo.nodes else -1
+                con.execute("INSERT OR REPLACE INTO guest_distances VALUES (?, ?, ?, ?, ?, ?)",
+                            (run_id, i, j, d, exp, hops))
+        for k in ("zone_reclaim_mode", "numa_balancing", "thp", "cpus_online", "release", "cmdline"):
+            if k in b:
+                con.execute("INSERT OR REPLACE INTO metrics (run_id, name, text) VALUES (?, ?, ?)",
+                            (run_id, f"guest.{k}", str(b[k])))
+        con.execute("INSERT OR REPLACE INTO metrics (run_id, name, value, unit) VALUES (?, ?, ?, ?)",
+                    (run_id, "guest.uptime_at_start", float(str(b.get("uptime", "0")).split()[0] or 0), "s"))
+    seq = 0
+    for r in parsed.of("chunk"):
+        b = r.body
+        placement = b.get("placement", {})
+        main = max(placement, key=lambda k: placement[k]) if placement else None
+        con.execute("INSERT OR REPLACE INTO chunk_times VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (run_id, b.get("cycle"), b.get("chunk"), b.get("wall_ms"), b.get("cpu_ms"), b.get("t_ms"),
+                     b.get("minflt"), b.get("majflt"), b.get("absent"), b.get("sampled"),
+                     int(main) if main is not None else None, b.get("swap_used_kib")))
+        con.executemany("INSERT OR REPLACE INTO node_free VALUES (?,?,?,?,?,?)",
+                        [(run_id, seq, b.get("cycle"), b.get("chunk"), n, v)
+                         for n, v in enumerate(b.get("free_kib", []))])
+        seq += 1
+    for r in parsed.of("vmstat"):
+        con.executemany("INSERT OR REPLACE INTO vmstat VALUES (?,?,?,?)",
+                        [(run_id, r.body.get("phase"), k, v) for k, v in r.body.get("counters", {}).items()])
+    for r in parsed.of("nodemem"):
+        for nd in r.body.get("nodes", []):
+            con.executemany("INSERT OR REPLACE INTO node_mem VALUES (?,?,?,?,?)",
+                            [(run_id, r.body.get("phase"), nd["node"], k, v)
+                             for k, v in nd.items() if k != "node" and isinstance(v, int)])
+    for r in parsed.of("numastat"):
+        for n, counters in enumerate(r.body.get("nodes", [])):
+            con.executemany("INSERT OR REPLACE INTO numastat VALUES (?,?,?,?,?)",
+                            [(run_id, r.body.get("phase"), n, k, v) for k, v in counters.items()])
+    for r in parsed.of("kswapd"):
+        tck = r.body.get("clk_tck") or 100
+        con.executemany("INSERT OR REPLACE INTO kswapd VALUES (?,?,?,?)",
+                        [(run_id, r.body.get("phase"), int(n), t / tck) for n, t in r.body.get("kswapd", {}).items()])
+    for r in parsed.of("swap"):
+        con.execute("INSERT OR REPLACE INTO metrics (run_id, name, value, unit) VALUES (?, ?, ?, ?)",
+                    (run_id, f"swap_used_{r.body.get('phase')}", r.body.get("used_kib"), "KiB"))
+    for r in parsed.of("init"):
+        con.execute("INSERT OR REPLACE INTO metrics (run_id, name, value) VALUES (?, ?, ?)",
+                    (run_id, f"init.{r.body.get('step')}", r.body.get("ok")))
+    done = parsed.first("memeater_done")
+    if done:
+        con.execute("INSERT OR REPLACE INTO metrics (run_id, name, value, unit) VALUES (?, ?, ?, ?)",
+                    (run_id, "memeater.total_ms", done.body.get("total_ms"), "ms"))
+
+
+def query(con: sqlite3.Connection, sql: str, params=()) -> tuple[list[str], list[tuple]]:
+    cur = con.execute(sql, params)
+    cols = [d[0] for d in cur.description] if cur.description else []
+    return cols, [tuple(r) for r in cur.fetchall()]

@@ -1,0 +1,211 @@
+"""Engine stage, QEMU backend: topology + artifacts -> a QEMU command line,
+and the supervision of one guest run (console capture, timeouts, Ctrl-C).
+
+QEMU shows the guest the topology itself: one NUMA node per topology node,
+SLIT distances from the hop matrix, HMAT latency and bandwidth, CPUs as
+sockets. So Linux's NUMA policy, per-node kswapd and zone reclaim run against
+the simulated shape.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from analysis import records as rec
+
+QEMU = {"x86_64": "qemu-system-x86_64"}
+MODES = {
+    # Deterministic: one instruction = 1 ns of guest time, idle time skipped,
+    # guest clock pinned: same inputs give the same instruction counts and
+    # the same console, run after run.
+    "icount": ["-icount", "shift=0,sleep=off", "-rtc", "base=2005-05-24T00:00:00,clock=vm"],
+    # Faster on several host cores, not repeatable: guest time follows the host.
+    "mttcg": ["-accel", "tcg,thread=multi", "-rtc", "base=2005-05-24T00:00:00,clock=host"],
+}
+MIN_QEMU = (10, 0)
+
+
+class EngineError(RuntimeError):
+    pass
+
+
+def qemu_version(binary: str = "qemu-system-x86_64") -> str:
+    path = shutil.which(binary)
+    if not path:
+        raise EngineError(f"{binary} not found: install it with "
+                          f"`apt-get install -t bookworm-backports qemu-system-x86`")
+    out = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"version (\d+)\.(\d+)\.(\d+)", out)
+    if not m:
+        raise EngineError(f"{binary}: cannot read its version from {out[:80]!r}")
+    if tuple(map(int, m.groups()[:2])) < MIN_QEMU:
+        raise EngineError(f"{binary} is QEMU {m.group(0)[8:]}; vmlab needs 10.0 or later "
+                          f"(7.2's -icount hangs SMP boots): `apt-get install -t bookworm-backports qemu-system-x86`")
+    return ".".join(m.groups())
+
+
+def numa_args(topo, hmat: bool = True) -> list[str]:
+    args = []
+    for n in range(topo.nodes):
+        cpus = topo.node_cpus(n)
+        args += ["-object", f"memory-backend-ram,id=mem{n},size={topo.memory_mib}M"]
+        node = f"node,nodeid={n},cpus={cpus[0]}-{cpus[-1]},memdev=mem{n}"
+        if hmat:
+            node += f",initiator={n}"
+        args += ["-numa", node]
+    slit = topo.slit()
+    for i in range(topo.nodes):
+        for j in range(topo.nodes):
+            if i != j:
+                args += ["-numa", f"dist,src={i},dst={j},val={slit[i][j]}"]
+    if hmat:
+        for i in range(topo.nodes):
+            for j in range(topo.nodes):
+                lat = round(topo.latency_ns(i, j))
+                bw = round(topo.bandwidth_gbps(i, j) * 1000)
+                args += ["-numa", f"hmat-lb,initiator={i},target={j},hierarchy=memory,"
+                         f"data-type=access-latency,latency={lat}",
+                         "-numa", f"hmat-lb,initiator={i},target={j},hierarchy=memory,"
+                         f"data-type=access-bandwidth,bandwidth={bw}M"]
+    return args
+
+
+def command_line(topo, kernel: Path, initrd: Path, *, mode: str = "icount", swap_image: Path | None = None,
+                 append: str = "", hmat: bool = True, binary: str = "qemu-system-x86_64") -> list[str]:
+    if mode not in MODES:
+        raise EngineError(f"--qemu-mode: expected one of {', '.join(MODES)}, got {mode!r}")
+    machine = "q35" + (",hmat=on" if hmat else "")
+    cmd = [binary, "-machine", machine, "-nodefaults", "-display", "none", "-monitor", "none",
+           # qemu64: no RDRAND, whose host randomness would break determinism.
+           "-cpu", "qemu64", "-m", f"{topo.total_memory_mib}M",
+           # One socket per node: plain -smp N makes one socket spanning every node.
+           "-smp", f"{topo.cpus},sockets={topo.nodes},cores={topo.cpus_per_node},threads=1",
+           *MODES[mode], "-no-reboot",
+           "-kernel", str(kernel), "-initrd", str(initrd),
+           "-append", ("console=ttyS0 panic=-1 nokaslr mitigations=off " + append).strip()]
+    cmd += numa_args(topo, hmat)
+    if swap_image is not None:
+        cmd += ["-drive", f"file={swap_image},if=none,format=raw,id=swap,cache=unsafe",
+                "-device", "virtio-blk-pci,drive=swap"]
+    return cmd
+
+
+def boot_timeout_s(topo, mode: str) -> float:
+    """Measured: 32 CPUs boot in ~135 s under icount, ~86 s under MTTCG
+    (QEMU 10.0.2, this class of host); 3x margin for a loaded machine."""
+    per_cpu = 4.5 if mode == "icount" else 3.0
+    return 90 + 3 * per_cpu * topo.cpus
+
+
+@dataclass
+class Outcome:
+    status: str                      # ok / failed / aborted
+    reason: str
+    wall_s: float
+    boot_wall_s: float | None
+    qemu_rc: int | None
+    parsed: rec.Parsed = field(default_factory=rec.Parsed)
+
+
+PANIC = re.compile(r"Kernel panic - not syncing:.*")
+
+
+def supervise(cmd: list[str], console: Path, qemu_log: Path, boot_timeout: float, run_timeout: float,
+              on_record=None, on_tick=None, poll_s: float = 0.25) -> Outcome:
+    """Run QEMU with its serial console going to `console`; follow the console
+    for records; stop the guest on panic, timeout or Ctrl-C."""
+    cmd = list(cmd) + ["-serial", f"file:{console}"]
+    console.write_bytes(b"")
+    t0 = time.monotonic()
+    parsed = rec.Parsed()
+    boot_at = end_at = None
+    pending = b""
+    lineno = 0
+    reason = ""
+    status = None
+    with open(qemu_log, "wb") as ql:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=ql, stderr=subprocess.STDOUT,
+                                start_new_session=True)  # Ctrl-C reaches us, not QEMU
+        try:
+            with open(console, "rb") as cf:
+                while True:
+                    chunk = cf.read()
+                    exited = proc.poll() is not None
+                    if chunk:
+                        pending += chunk
+                        *lines, pending = pending.split(b"\n")
+                        for raw in lines:
+                            lineno += 1
+                            line = raw.decode("utf-8", errors="replace").replace("\r", "")
+                            n_before = len(parsed.records)
+                            rec.parse_line(line, lineno, parsed)
+                            for r in parsed.records[n_before:]:
+                                if r.type == "machine" and boot_at is None:
+                                    boot_at = time.monotonic() - t0
+                                if r.type == "end":
+                                    end_at = time.monotonic()
+                                if on_record:
+                                    on_record(r)
+                            m = PANIC.search(line)
+                            if m and not reason:
+                                reason = m.group(0)
+                    now = time.monotonic()
+                    if on_tick:
+                        on_tick(now - t0, boot_at)
+                    if exited and not chunk:
+                        break
+                    if end_at is not None and now - end_at > 30:
+                        break  # the records are complete; a slow poweroff is not a failure
+                    if reason and not exited:
+                        time.sleep(1)  # let the panic's backtrace reach the log
+                        status = "failed"
+                        break
+                    if boot_at is None and now - t0 > boot_timeout:
+                        status, reason = "failed", f"timeout: no boot record within {boot_timeout:.0f} s"
+                        break
+                    if boot_at is not None and end_at is None and now - t0 - boot_at > run_timeout:
+                        status, reason = "failed", f"timeout: experiment ran past {run_timeout:.0f} s"
+                        break
+                    if not chunk:
+                        time.sleep(poll_s)
+                if pending:
+                    lineno += 1
+                    rec.parse_line(pending.decode("utf-8", errors="replace"), lineno, parsed)
+        except KeyboardInterrupt:
+            _stop(proc)
+            return Outcome("aborted", "interrupted (Ctrl-C)", time.monotonic() - t0, boot_at, proc.returncode, parsed)
+        rc = _stop(proc)
+    wall = time.monotonic() - t0
+    if status is None:
+        if end_at is not None:
+            status, reason = "ok", ""
+            if parsed.first("end").body.get("rc", 0) != 0:
+                status, reason = "failed", f"experiment exited with status {parsed.first('end').body.get('rc')}"
+        elif reason:
+            status = "failed"
+        else:
+            status = "failed"
+            tail = qemu_log.read_text(errors="replace").strip().splitlines()[-1:] if qemu_log.exists() else []
+            reason = (f"guest stopped before its end record (QEMU exit status {rc})"
+                      + (f": {tail[0][:200]}" if tail else ""))
+    return Outcome(status, reason, wall, boot_at, rc, parsed)
+
+
+def _stop(proc: subprocess.Popen) -> int | None:
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=10)
+        except (subprocess.TimeoutExpired, ProcessLookupError):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+    return proc.returncode

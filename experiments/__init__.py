@@ -1,0 +1,191 @@
+"""Workload stage: experiments/<name>/manifest.toml -> what the guest runs.
+
+A manifest names the static programs to build, the guest command, its
+parameters (typed, with defaults and help) and how sizes derive from the
+topology (small expressions over node_mib, total_mib, nodes, cpus and the
+parameters), so a reproducer keeps its shape when the machine is scaled.
+"""
+from __future__ import annotations
+
+import ast
+import math
+import operator
+import shlex
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+LIB = HERE / "lib"
+COMMON = HERE / "common.toml"
+TYPES = {"int": int, "float": float, "str": str}
+
+
+class ExperimentError(ValueError):
+    pass
+
+
+# --- a small, safe expression language for sizes ----------------------------
+_BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+        ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
+_CMP = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+        ast.Eq: operator.eq, ast.NotEq: operator.ne}
+_FUNCS = {"min": min, "max": max, "round": round, "ceil": math.ceil, "floor": math.floor, "int": int}
+
+
+def evaluate(expr: str, names: dict):
+    def ev(n):
+        if isinstance(n, ast.Expression):
+            return ev(n.body)
+        if isinstance(n, ast.Constant) and isinstance(n.value, (int, float)):
+            return n.value
+        if isinstance(n, ast.Name):
+            if n.id not in names:
+                raise ExperimentError(f"unknown name {n.id!r} in {expr!r}")
+            return names[n.id]
+        if isinstance(n, ast.BinOp) and type(n.op) in _BIN:
+            return _BIN[type(n.op)](ev(n.left), ev(n.right))
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            return -ev(n.operand)
+        if isinstance(n, ast.Compare) and len(n.ops) == 1 and type(n.ops[0]) in _CMP:
+            return _CMP[type(n.ops[0])](ev(n.left), ev(n.comparators[0]))
+        if isinstance(n, ast.IfExp):
+            return ev(n.body) if ev(n.test) else ev(n.orelse)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _FUNCS and not n.keywords:
+            return _FUNCS[n.func.id](*[ev(a) for a in n.args])
+        raise ExperimentError(f"unsupported expression {ast.dump(n)[:60]} in {expr!r}")
+    try:
+        return ev(ast.parse(expr, mode="eval"))
+    except SyntaxError as e:
+        raise ExperimentError(f"bad expression {expr!r}: {e.msg}") from None
+
+
+@dataclass
+class Param:
+    name: str
+    type: str
+    default: object
+    help: str
+    choices: list | None = None
+    min: float | None = None
+
+    def convert(self, raw: str, source: str):
+        try:
+            v = TYPES[self.type](raw)
+        except ValueError:
+            raise ExperimentError(f"{source}: parameter '{self.name}': expected {self.type}, got {raw!r}") from None
+        self.check(v, source)
+        return v
+
+    def check(self, v, source: str):
+        if self.choices is not None and v not in self.choices:
+            raise ExperimentError(f"{source}: parameter '{self.name}': expected one of "
+                                  f"{', '.join(map(str, self.choices))}, got {v!r}")
+        if self.min is not None and v < self.min:
+            raise ExperimentError(f"{source}: parameter '{self.name}': expected >= {self.min}, got {v!r}")
+
+
+@dataclass
+class Experiment:
+    name: str
+    dir: Path
+    manifest: dict
+    params: dict[str, Param] = field(default_factory=dict)
+
+    @property
+    def programs(self) -> list[Path]:
+        return [self.dir / p for p in self.manifest.get("programs", [])]
+
+    @property
+    def summary(self) -> str:
+        return self.manifest.get("summary", "")
+
+    def resolve(self, topo, overrides: dict[str, str], source: str = "--param") -> "Plan":
+        """Parameters + topology -> the concrete values the guest gets."""
+        for k in overrides:
+            if k not in self.params:
+                raise ExperimentError(f"{source}: unknown parameter '{k}' for {self.name}; expected one of "
+                                      f"{', '.join(sorted(self.params))}")
+        values = {k: (p.convert(overrides[k], source) if k in overrides else p.default) for k, p in self.params.items()}
+        names = {"nodes": topo.nodes, "cpus": topo.cpus, "cpus_per_node": topo.cpus_per_node,
+                 "node_mib": topo.memory_mib, "total_mib": topo.total_memory_mib, **values}
+        mpath = self.dir / "manifest.toml"
+        for k, expr in self.manifest.get("derived", {}).items():
+            try:
+                names[k] = evaluate(expr, names)
+            except (ExperimentError, ZeroDivisionError, TypeError) as e:
+                raise ExperimentError(f"{mpath}: field 'derived.{k}': {e}") from None
+        for k, (expr, expected) in self.manifest.get("checks", {}).items():
+            if not evaluate(expr, names):
+                raise ExperimentError(f"{source}: parameter '{k}': expected {expected}, got {names.get(k)!r}")
+        try:
+            command = self.manifest["command"].format(**{k: shlex.quote(str(v)) for k, v in names.items()})
+        except KeyError as e:
+            raise ExperimentError(f"{mpath}: field 'command': unknown name {e}") from None
+        timeout = float(evaluate(str(self.manifest.get("timeout_s", 600)), names))
+        derived = {k: names[k] for k in self.manifest.get("derived", {})}
+        return Plan(self, values, derived, command, timeout)
+
+
+@dataclass
+class Plan:
+    experiment: Experiment
+    params: dict
+    derived: dict
+    command: str
+    timeout_s: float
+
+    @property
+    def all_values(self) -> dict:
+        return {**self.params, **self.derived}
+
+
+def _params(table: dict, path: Path) -> dict[str, Param]:
+    out = {}
+    for name, spec in table.items():
+        t = spec.get("type")
+        if t not in TYPES:
+            raise ExperimentError(f"{path}: field 'params.{name}.type': expected one of {', '.join(TYPES)}, got {t!r}")
+        if "default" not in spec:
+            raise ExperimentError(f"{path}: field 'params.{name}.default': missing")
+        p = Param(name, t, TYPES[t](spec["default"]), spec.get("help", ""), spec.get("choices"), spec.get("min"))
+        out[name] = p
+    return out
+
+
+def available() -> list[str]:
+    return sorted(p.parent.name for p in HERE.glob("*/manifest.toml"))
+
+
+def load(name: str) -> Experiment:
+    path = HERE / name / "manifest.toml"
+    if "/" in name or not path.is_file():
+        raise ExperimentError(f"--exp: expected one of {', '.join(available())}, got {name!r}")
+    try:
+        data = tomllib.loads(path.read_text())
+        common = tomllib.loads(COMMON.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ExperimentError(f"{path}: not valid TOML ({e})") from None
+    for f in ("name", "command", "programs"):
+        if f not in data:
+            raise ExperimentError(f"{path}: field '{f}': missing")
+    exp = Experiment(data["name"], path.parent, data)
+    exp.params = {**_params(common.get("params", {}), COMMON), **_params(data.get("params", {}), path)}
+    for prog in exp.programs:
+        if not prog.is_file():
+            raise ExperimentError(f"{path}: field 'programs': {prog.name} not found")
+    return exp
+
+
+def parse_overrides(items: list[str]) -> dict[str, str]:
+    """`--param a=1 --param b=2` or `--param a=1,b=2`."""
+    out = {}
+    for item in items:
+        for part in item.split(","):
+            if not part:
+                continue
+            if "=" not in part:
+                raise ExperimentError(f"--param: expected NAME=VALUE, got {part!r}")
+            k, v = part.split("=", 1)
+            out[k.strip()] = v.strip()
+    return out

@@ -1,0 +1,311 @@
+/*
+ * Guest side of vmlab's record protocol: one "@@VMLAB {json}" line per
+ * record on the console, written with a single write() so that a record is
+ * never split by another writer. Header-only so each reproducer is one
+ * static binary with no build system of its own.
+ *
+ * Snapshots read what Linux itself reports (/proc/vmstat, per-node meminfo
+ * and numastat, kswapd thread times) so every figure is the kernel's own.
+ */
+#ifndef VMLAB_H
+#define VMLAB_H
+
+#define _GNU_SOURCE
+/* Each program uses only some of these helpers. */
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- a growing JSON line ------------------------------------------------ */
+typedef struct {
+	char *s;
+	size_t len, cap;
+	int need_comma; /* a value was written at this nesting level */
+} vl_buf;
+
+static void vl_raw(vl_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	for (;;) {
+		size_t room = b->cap - b->len;
+		va_start(ap, fmt);
+		int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? room : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			return;
+		if (b->s && (size_t)n < room) {
+			b->len += (size_t)n;
+			return;
+		}
+		b->cap = (b->cap + (size_t)n + 1) * 2;
+		b->s = realloc(b->s, b->cap);
+		if (!b->s)
+			abort();
+	}
+}
+
+static void vl_sep(vl_buf *b)
+{
+	if (b->need_comma)
+		vl_raw(b, ",");
+	b->need_comma = 1;
+}
+
+static void vl_str(vl_buf *b, const char *v)
+{
+	vl_raw(b, "\"");
+	for (; *v; v++) {
+		unsigned char c = (unsigned char)*v;
+		if (c == '"' || c == '\\')
+			vl_raw(b, "\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			vl_raw(b, "\\u%04x", c);
+		else
+			vl_raw(b, "%c", c);
+	}
+	vl_raw(b, "\"");
+}
+
+static void vl_key(vl_buf *b, const char *k)
+{
+	vl_sep(b);
+	vl_str(b, k);
+	vl_raw(b, ":");
+}
+
+static void vl_kint(vl_buf *b, const char *k, long long v) { vl_key(b, k); vl_raw(b, "%lld", v); }
+static void vl_kdbl(vl_buf *b, const char *k, double v) { vl_key(b, k); vl_raw(b, "%.3f", v); }
+static void vl_kstr(vl_buf *b, const char *k, const char *v) { vl_key(b, k); vl_str(b, v); }
+static void vl_open(vl_buf *b, const char *k, char br) /* k NULL: array element */
+{
+	if (k)
+		vl_key(b, k);
+	else
+		vl_sep(b);
+	vl_raw(b, "%c", br);
+	b->need_comma = 0;
+}
+static void vl_close(vl_buf *b, char br) { vl_raw(b, "%c", br); b->need_comma = 1; }
+
+static vl_buf vl_record(const char *type)
+{
+	vl_buf b = {0};
+	vl_raw(&b, "@@VMLAB {");
+	vl_kstr(&b, "type", type);
+	return b;
+}
+
+static void vl_emit(vl_buf *b)
+{
+	vl_raw(b, "}\n");
+	size_t off = 0;
+	while (off < b->len) {
+		ssize_t n = write(1, b->s + off, b->len - off);
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			break;
+		}
+		off += (size_t)n;
+	}
+	free(b->s);
+	b->s = NULL;
+}
+
+/* ---- clocks -------------------------------------------------------------- */
+static double vl_now_ms(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* ---- /proc and /sys readers ---------------------------------------------- */
+static char *vl_slurp(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return NULL;
+	size_t cap = 8192, len = 0;
+	char *s = malloc(cap);
+	for (;;) {
+		if (len + 4096 > cap)
+			s = realloc(s, cap *= 2);
+		ssize_t n = read(fd, s + len, cap - len - 1);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	s[len] = 0;
+	return s;
+}
+
+static int vl_nodes(void) /* number of possible NUMA nodes that exist */
+{
+	int n = 0;
+	char p[96];
+	for (;;) {
+		snprintf(p, sizeof p, "/sys/devices/system/node/node%d", n);
+		if (access(p, F_OK))
+			return n;
+		n++;
+	}
+}
+
+/* "key value" lines (vmstat, numastat) as one JSON object */
+static void vl_kv_file(vl_buf *b, const char *k, const char *path)
+{
+	char *s = vl_slurp(path);
+	vl_open(b, k, '{');
+	for (char *line = s ? strtok(s, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+		char name[128];
+		long long v;
+		if (sscanf(line, "%127s %lld", name, &v) == 2)
+			vl_kint(b, name, v);
+	}
+	vl_close(b, '}');
+	free(s);
+}
+
+/* per-node meminfo: "Node 0 MemFree:   1234 kB" */
+static long long vl_node_meminfo(const char *s, const char *field)
+{
+	const char *p = s;
+	size_t fl = strlen(field);
+	while ((p = strstr(p, field))) {
+		if ((p == s || p[-1] == ' ' || p[-1] == '\n') && p[fl] == ':')
+			return atoll(p + fl + 1);
+		p += fl;
+	}
+	return -1;
+}
+
+static long long vl_meminfo(const char *field)
+{
+	char *s = vl_slurp("/proc/meminfo");
+	long long v = s ? vl_node_meminfo(s, field) : -1;
+	free(s);
+	return v;
+}
+
+static const char *VL_NODE_FIELDS[] = {
+	"MemTotal", "MemFree", "MemUsed", "FilePages", "AnonPages", "AnonHugePages",
+	"Active(anon)", "Inactive(anon)", "Active(file)", "Inactive(file)", "Slab", NULL,
+};
+
+static void vl_nodemem(vl_buf *b, int nodes)
+{
+	char p[96];
+	vl_open(b, "nodes", '[');
+	for (int n = 0; n < nodes; n++) {
+		snprintf(p, sizeof p, "/sys/devices/system/node/node%d/meminfo", n);
+		char *s = vl_slurp(p);
+		vl_open(b, NULL, '{');
+		vl_kint(b, "node", n);
+		for (const char **f = VL_NODE_FIELDS; *f; f++)
+			vl_kint(b, *f, s ? vl_node_meminfo(s, *f) : -1);
+		vl_close(b, '}');
+		free(s);
+	}
+	vl_close(b, ']');
+}
+
+/* MemFree per node, kB: the cheap sample taken after every chunk */
+static void vl_nodefree(vl_buf *b, int nodes)
+{
+	char p[96];
+	vl_open(b, "free_kib", '[');
+	for (int n = 0; n < nodes; n++) {
+		snprintf(p, sizeof p, "/sys/devices/system/node/node%d/meminfo", n);
+		char *s = vl_slurp(p);
+		vl_sep(b);
+		vl_raw(b, "%lld", s ? vl_node_meminfo(s, "MemFree") : -1LL);
+		free(s);
+	}
+	vl_close(b, ']');
+}
+
+/* kswapd CPU time per node, in clock ticks (utime + stime from /proc/PID/stat) */
+static void vl_kswapd(vl_buf *b)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	vl_kint(b, "clk_tck", sysconf(_SC_CLK_TCK));
+	vl_open(b, "kswapd", '{');
+	while (d && (e = readdir(d))) {
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		char p[300];
+		snprintf(p, sizeof p, "/proc/%s/stat", e->d_name);
+		char *s = vl_slurp(p);
+		if (!s)
+			continue;
+		char *lp = strchr(s, '('), *rp = strrchr(s, ')');
+		int node;
+		if (lp && rp && sscanf(lp, "(kswapd%d)", &node) == 1) {
+			/* fields after ")": state(3) ... utime(14) stime(15) */
+			unsigned long long ut = 0, st = 0;
+			char *f = rp + 2;
+			for (int i = 3; i < 14 && f; i++)
+				f = strchr(f, ' '), f = f ? f + 1 : NULL;
+			if (f && sscanf(f, "%llu %llu", &ut, &st) == 2) {
+				char k[16];
+				snprintf(k, sizeof k, "%d", node);
+				vl_kint(b, k, (long long)(ut + st));
+			}
+		}
+		free(s);
+	}
+	if (d)
+		closedir(d);
+	vl_close(b, '}');
+}
+
+static void vl_snapshot(const char *phase)
+{
+	int nodes = vl_nodes();
+	char p[96];
+	vl_buf b = vl_record("vmstat");
+	vl_kstr(&b, "phase", phase);
+	vl_kdbl(&b, "t_ms", vl_now_ms(CLOCK_MONOTONIC));
+	vl_kv_file(&b, "counters", "/proc/vmstat");
+	vl_emit(&b);
+
+	b = vl_record("nodemem");
+	vl_kstr(&b, "phase", phase);
+	vl_nodemem(&b, nodes);
+	vl_emit(&b);
+
+	b = vl_record("numastat");
+	vl_kstr(&b, "phase", phase);
+	vl_open(&b, "nodes", '[');
+	for (int n = 0; n < nodes; n++) {
+		snprintf(p, sizeof p, "/sys/devices/system/node/node%d/numastat", n);
+		vl_kv_file(&b, NULL, p);
+	}
+	vl_close(&b, ']');
+	vl_emit(&b);
+
+	b = vl_record("kswapd");
+	vl_kstr(&b, "phase", phase);
+	vl_kswapd(&b);
+	vl_emit(&b);
+
+	b = vl_record("swap");
+	vl_kstr(&b, "phase", phase);
+	long long tot = vl_meminfo("SwapTotal"), fr = vl_meminfo("SwapFree");
+	vl_kint(&b, "total_kib", tot);
+	vl_kint(&b, "used_kib", tot >= 0 && fr >= 0 ? tot - fr : -1);
+	vl_emit(&b);
+}
+
+#endif

@@ -1,0 +1,67 @@
+"""Guest userland: an uncompressed newc initramfs with static busybox, the
+experiment's static programs, vmlab-probe and /init.
+
+The archive is written here rather than with cpio(1) so that it needs no
+root (the /dev/console node) and is byte-for-byte reproducible (mtime 0,
+sorted entries): the same inputs give the same hash in every run record.
+"""
+from __future__ import annotations
+
+import hashlib
+import stat
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+INIT = HERE / "initramfs" / "init"
+PROBE_SRC = HERE / "initramfs" / "probe.c"
+BUSYBOX = Path("/bin/busybox")  # Debian's busybox-static
+
+DIRS = ("bin", "dev", "proc", "sys", "tmp", "vmlab", "mnt")
+
+
+def _entry(name: str, mode: int, data: bytes = b"", ino: int = 0, rdev=(0, 0)) -> bytes:
+    name_b = name.encode() + b"\0"
+    fields = [ino, mode, 0, 0, 1, 0, len(data), 0, 0, rdev[0], rdev[1], len(name_b), 0]
+    hdr = b"070701" + b"".join(f"{x:08x}".encode() for x in fields)
+    out = hdr + name_b
+    out += b"\0" * (-len(out) % 4)
+    out += data
+    out += b"\0" * (-len(out) % 4)
+    return out
+
+
+def cpio(files: dict[str, tuple[int, bytes]], devices: dict[str, tuple[int, int, int]] | None = None,
+         dirs: tuple[str, ...] = ()) -> bytes:
+    """files: path -> (mode bits, content); devices: path -> (mode, major, minor)."""
+    parts, ino = [], 1
+    for d in sorted(dirs):
+        parts.append(_entry(d, stat.S_IFDIR | 0o755, ino=ino)); ino += 1
+    for path, (mode, major, minor) in sorted((devices or {}).items()):
+        parts.append(_entry(path, mode, ino=ino, rdev=(major, minor))); ino += 1
+    for path in sorted(files):
+        mode, data = files[path]
+        parts.append(_entry(path, stat.S_IFREG | mode, data, ino=ino)); ino += 1
+    parts.append(_entry("TRAILER!!!", 0))
+    blob = b"".join(parts)
+    return blob + b"\0" * (-len(blob) % 512)
+
+
+def base_archive(binaries: dict[str, Path]) -> bytes:
+    """The experiment's archive: busybox, /init and the given static programs."""
+    if not BUSYBOX.is_file():
+        raise FileNotFoundError(f"{BUSYBOX} missing: install it with `apt-get install busybox-static`")
+    files = {"init": (0o755, INIT.read_bytes()), "bin/busybox": (0o755, BUSYBOX.read_bytes())}
+    for name, path in binaries.items():
+        files[f"bin/{name}"] = (0o755, Path(path).read_bytes())
+    devices = {"dev/console": (stat.S_IFCHR | 0o600, 5, 1)}
+    return cpio(files, devices, DIRS)
+
+
+def run_archive(conf: str) -> bytes:
+    """The per-run part, appended to the cached archive (Linux unpacks
+    concatenated archives in order), so parameters never force a rebuild."""
+    return cpio({"vmlab/run.conf": (0o644, conf.encode())})
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

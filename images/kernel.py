@@ -1,0 +1,264 @@
+"""Guest kernels: Debian's linux-source-6.1 + a committed config fragment
+(+ flavor) + a named patch set, built out of tree with ccache.
+
+An artifact lives under the cache in a directory named by the hash of
+everything that decides its content (source package version, fragments,
+patches, this recipe), so an unchanged input is never rebuilt and two
+variants never overwrite each other.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+KDIR = HERE / "kernel"
+PATCHES = KDIR / "patches"
+SOURCE_PACKAGE = "linux-source-6.1"
+SOURCE_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
+# Bump when the recipe below changes what a build produces.
+RECIPE_VERSION = "1"
+
+ARCHES = {
+    "x86_64": {"make_arch": "x86_64", "cross": "", "image": "arch/x86/boot/bzImage", "target": "bzImage"},
+}
+FLAVORS = ("default", "lockstat")
+
+
+class BuildError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Variant:
+    arch: str = "x86_64"
+    flavor: str = "default"
+    patchset: str = "vanilla"
+
+    def label(self) -> str:
+        return f"{self.arch}/{self.flavor}/{self.patchset}"
+
+
+def check_variant(v: Variant) -> None:
+    if v.arch not in ARCHES:
+        raise BuildError(f"--arch: expected one of {', '.join(ARCHES)}, got {v.arch!r}")
+    if v.flavor not in FLAVORS:
+        raise BuildError(f"--flavor: expected one of {', '.join(FLAVORS)}, got {v.flavor!r}")
+    if v.patchset != "vanilla" and not (PATCHES / v.patchset / "series").is_file():
+        known = ", ".join(patchsets())
+        raise BuildError(f"--kernel: expected a patch set under images/kernel/patches/ ({known}), got {v.patchset!r}")
+
+
+def patchsets() -> list[str]:
+    return sorted({"vanilla"} | {p.parent.name for p in PATCHES.glob("*/series")})
+
+
+def series(patchset: str) -> list[Path]:
+    """The ordered patches of a set; `vanilla` is the empty set."""
+    f = PATCHES / patchset / "series"
+    if patchset == "vanilla" and not f.exists():
+        return []
+    out = []
+    for n, line in enumerate(f.read_text().splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        p = f.parent / line
+        if not p.is_file():
+            raise BuildError(f"{f}: line {n}: patch file {line!r} not found")
+        out.append(p)
+    return out
+
+
+def fragments(v: Variant) -> list[Path]:
+    frags = [KDIR / f"{v.arch}.config"]
+    if v.flavor != "default":
+        frags.append(KDIR / f"{v.flavor}.config")
+    return frags
+
+
+def source_version() -> str:
+    """Debian package version of linux-source-6.1 (e.g. 6.1.192-2)."""
+    try:
+        out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", SOURCE_PACKAGE],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        out = ""
+    if not out or not SOURCE_TARBALL.is_file():
+        raise BuildError(f"kernel source missing: install it with `apt-get install {SOURCE_PACKAGE}`")
+    return out
+
+
+def key(v: Variant) -> str:
+    h = hashlib.sha256()
+    h.update(f"recipe {RECIPE_VERSION}\nsource {SOURCE_PACKAGE} {source_version()} "
+             f"{SOURCE_TARBALL.stat().st_size}\n{v.arch} {v.flavor} {v.patchset}\n".encode())
+    for f in fragments(v) + series(v.patchset):
+        h.update(f"{f.name}\n".encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def artifact_dir(cache: Path, v: Variant) -> Path:
+    return cache / "kernels" / f"{v.arch}-{v.flavor}-{v.patchset}-{key(v)[:16]}"
+
+
+# --- build steps -------------------------------------------------------------
+def pristine_source(cache: Path) -> Path:
+    ver = source_version()
+    dst = cache / "src" / f"{SOURCE_PACKAGE}_{ver}"
+    if (dst / "Makefile").is_file():
+        return dst
+    tmp = dst.with_name(dst.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    print(f"  kernel: unpacking {SOURCE_TARBALL} ...", flush=True)
+    subprocess.run(["tar", "-xf", str(SOURCE_TARBALL), "-C", str(tmp), "--strip-components=1"], check=True)
+    tmp.rename(dst)
+    return dst
+
+
+def patched_source(cache: Path, v: Variant) -> Path:
+    base = pristine_source(cache)
+    patches = series(v.patchset)
+    if not patches:
+        return base
+    ph = hashlib.sha256(b"".join(p.read_bytes() for p in patches)).hexdigest()[:12]
+    dst = base.with_name(f"{base.name}+{v.patchset}-{ph}")
+    if (dst / ".vmlab-patched").is_file():
+        return dst
+    tmp = dst.with_name(dst.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    # Hard links: patch(1) writes a new file and renames it, so the pristine
+    # tree stays intact and the copy costs no disk.
+    subprocess.run(["cp", "-al", str(base), str(tmp)], check=True)
+    for p in patches:
+        r = subprocess.run(["patch", "-p1", "--forward", "--no-backup-if-mismatch", "-d", str(tmp), "-i", str(p)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            hunks = [l for l in r.stdout.splitlines() if "FAILED" in l or "can't find" in l.lower()]
+            rej = ""
+            for line in r.stdout.splitlines():
+                m = re.search(r"saving rejects to file (\S+)", line)
+                if m:
+                    rej = (tmp / m.group(1)).read_text(errors="replace")[:2000] if (tmp / m.group(1)).exists() else ""
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise BuildError(f"patch set {v.patchset}: {p.name} does not apply: "
+                             f"{'; '.join(hunks) or r.stdout.strip()[-300:]}\n{rej}")
+    (tmp / ".vmlab-patched").write_text("\n".join(p.name for p in patches) + "\n")
+    tmp.rename(dst)
+    return dst
+
+
+def check_config(config: Path, frags: list[Path]) -> None:
+    """Every symbol a fragment sets must survive Kconfig's dependency solver."""
+    have = {}
+    for line in config.read_text().splitlines():
+        m = re.match(r"(CONFIG_\w+)=(.*)", line) or re.match(r"# (CONFIG_\w+) is not set", line)
+        if m:
+            have[m.group(1)] = m.group(2) if m.lastindex == 2 else "n"
+    for f in frags:
+        for n, line in enumerate(f.read_text().splitlines(), 1):
+            m = re.match(r"(CONFIG_\w+)=(.*)", line.strip())
+            if not m:
+                continue
+            want, got = m.group(2), have.get(m.group(1), "n")
+            if want != got:
+                raise BuildError(f"{f}: line {n}: {m.group(1)}={want} was not taken by Kconfig "
+                                 f"(final .config has {got}); a dependency is missing from the fragment")
+
+
+def _merged_fragment(frags: list[Path], dst: Path) -> Path:
+    dst.write_text("".join(f.read_text() + "\n" for f in frags))
+    return dst
+
+
+def build(cache: Path, v: Variant, jobs: int | None = None) -> Path:
+    """Build (or find) the kernel for a variant; return its artifact dir."""
+    check_variant(v)
+    out = artifact_dir(cache, v)
+    if (out / "meta.json").is_file():
+        return out
+    a = ARCHES[v.arch]
+    src = patched_source(cache, v)
+    bdir = cache / "build" / f"{v.arch}-{v.flavor}-{v.patchset}"
+    bdir.mkdir(parents=True, exist_ok=True)
+    frags = fragments(v)
+    allconfig = _merged_fragment(frags, bdir / "vmlab-fragment.config")
+    env = dict(os.environ, ARCH=a["make_arch"], KBUILD_BUILD_TIMESTAMP="2005-05-24",
+               KBUILD_BUILD_USER="vmlab", KBUILD_BUILD_HOST="vmlab",
+               CCACHE_DIR=str(cache / "ccache"), CCACHE_BASEDIR=str(cache / "src"), CCACHE_NOHASHDIR="1")
+    cc = f"ccache {a['cross']}gcc" if shutil.which("ccache") else f"{a['cross']}gcc"
+    make = ["make", "-C", str(src), f"O={bdir}", f"CC={cc}"]
+    if a["cross"]:
+        make.append(f"CROSS_COMPILE={a['cross']}")
+    log = bdir / "build.log"
+    t0 = time.time()
+    with open(log, "w") as lf:
+        r = subprocess.run(make + [f"KCONFIG_ALLCONFIG={allconfig}", "allnoconfig"], env=env,
+                           stdout=lf, stderr=subprocess.STDOUT)
+    if r.returncode:
+        raise BuildError(f"kernel {v.label()}: configuration failed, see {log}")
+    check_config(bdir / ".config", frags)
+    jobs = jobs or os.cpu_count() or 1
+    stats_file = cache / "kernels" / "stats.json"
+    stats = json.loads(stats_file.read_text()) if stats_file.is_file() else {}
+    expected = stats.get(f"{v.arch}-{v.flavor}", 0)
+    compiled = 0
+    last = 0.0
+    with open(log, "a") as lf:
+        p = subprocess.Popen(make + [f"-j{jobs}", a["target"]], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, errors="replace")
+        for line in p.stdout:
+            lf.write(line)
+            if line.startswith(("  CC ", "  AS ")):
+                compiled += 1
+            now = time.time()
+            if now - last >= 15:
+                last = now
+                pct = f" (~{min(99, 100 * compiled // expected)}% of last build)" if expected else ""
+                print(f"  kernel {v.label()}: {compiled} files compiled{pct}, {now - t0:.0f} s", flush=True)
+        rc = p.wait()
+    if rc:
+        tail = "".join(log.read_text(errors="replace").splitlines(True)[-15:])
+        raise BuildError(f"kernel {v.label()}: build failed, see {log}\n{tail}")
+    release = subprocess.run(make + ["-s", "kernelrelease"], env=env, capture_output=True, text=True).stdout.strip()
+    stats[f"{v.arch}-{v.flavor}"] = max(compiled, stats.get(f"{v.arch}-{v.flavor}", 0)) if compiled > 50 else stats.get(f"{v.arch}-{v.flavor}", 0)
+    stats_file.parent.mkdir(parents=True, exist_ok=True)
+    stats_file.write_text(json.dumps(stats))
+    tmp = out.with_name(out.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    shutil.copy2(bdir / a["image"], tmp / "kernel")
+    shutil.copy2(bdir / "System.map", tmp / "System.map")
+    shutil.copy2(bdir / ".config", tmp / "config")
+    meta = {
+        "arch": v.arch, "flavor": v.flavor, "patchset": v.patchset,
+        "patches": [p.name for p in series(v.patchset)],
+        "source_package": f"{SOURCE_PACKAGE} {source_version()}", "release": release,
+        "config_sha256": hashlib.sha256((bdir / ".config").read_bytes()).hexdigest(),
+        "kernel_sha256": hashlib.sha256((bdir / a["image"]).read_bytes()).hexdigest(),
+        "key": key(v), "build_s": round(time.time() - t0, 1), "files_compiled": compiled,
+    }
+    (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    print(f"  kernel {v.label()}: built {release} in {meta['build_s']:.0f} s ({compiled} files compiled)", flush=True)
+    return out
+
+
+def load_meta(artifact: Path) -> dict:
+    return json.loads((artifact / "meta.json").read_text())
+
+
+if __name__ == "__main__":  # handy for a manual build: python -m images.kernel CACHE
+    print(build(Path(sys.argv[1]), Variant()))

@@ -1,0 +1,301 @@
+#!/bin/sh
+''':'
+# Started by sh when python3 may be missing (a bare Debian 12): install it, then
+# run this same file with it. Python reads everything from here on.
+if ! command -v python3 >/dev/null 2>&1; then
+  echo "bootstrap: installing python3 (apt-get install python3 python3-venv)" >&2
+  apt-get update -q >&2 && apt-get install -y -q --no-install-recommends python3 python3-venv >&2 || exit 2
+fi
+exec python3 "$0" "$@"
+'''
+"""vmlab: re-create VM pathologies on simulated NUMA machines.
+
+./run.py --topology gs1280-32 --exp memeater    boot Linux on the machine, run the reproducer
+./run.py list | show [RUN] | query SQL | build | test
+
+The front door only walks the stages: topologies/ -> experiments/ ->
+scons-wrapper/ (images/) -> configs/ (QEMU) -> analysis/ (SQLite, summary).
+"""
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent
+sys.path.insert(0, str(REPO))
+
+from bootstrap import bootstrap  # noqa: E402  (standard library only)
+
+COMMANDS = ("run", "list", "show", "query", "build", "test")
+
+
+def run_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="./run.py", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Boot a real Linux kernel on a simulated NUMA machine under QEMU, run a reproducer, "
+                    "store the run in SQLite and print a summary.",
+        epilog="other commands:\n"
+               "  ./run.py list                 topologies, experiments and their parameters\n"
+               "  ./run.py show [RUN_ID]        the summary of a stored run (default: the latest)\n"
+               "  ./run.py query SQL [--csv]    read-only SQL on the results database\n"
+               "  ./run.py build [options]      build the kernel and initramfs only\n"
+               "  ./run.py test [PYTEST ARGS]   the test suite (what CI runs)\n"
+               "each takes --help.")
+    add_run_options(p)
+    return p
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--topology", "-t", default="gs1280-32",
+                   help="machine: a name from topologies/ (see `list`) or a path to a TOML file (default gs1280-32)")
+    p.add_argument("--exp", "-e", default="memeater", help="experiment from experiments/ (default memeater)")
+    p.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE",
+                   help="override an experiment parameter; repeat, or separate with commas (see `list`)")
+    p.add_argument("--kernel", default="vanilla",
+                   help="patch set from images/kernel/patches/ (default vanilla, the empty set)")
+    p.add_argument("--flavor", default="default", choices=["default", "lockstat"],
+                   help="kernel config flavor: lockstat adds LOCK_STAT (slower; never mix flavors in a comparison)")
+    p.add_argument("--qemu-mode", default="icount", choices=["icount", "mttcg"],
+                   help="icount: deterministic, 1 instruction = 1 ns guest time, pinned clock (default); "
+                        "mttcg: multi-threaded TCG, faster, not repeatable")
+    p.add_argument("--timing", default="off", choices=["off"],
+                   help="timing model: off = functional QEMU only (the memory-system model is not built yet)")
+    p.add_argument("--no-hmat", action="store_true", help="do not give the guest an ACPI HMAT table")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="wall seconds the experiment may run after boot (default: from the manifest)")
+    p.add_argument("--boot-timeout", type=float, default=None,
+                   help="wall seconds to reach the guest's first record (default: from the CPU count)")
+    p.add_argument("--kernel-append", default="", metavar="ARGS",
+                   help="extra kernel command-line arguments (recorded in the run row)")
+    p.add_argument("--seed", type=int, default=0, help="seed recorded with the run and passed to the guest")
+    p.add_argument("--db", default="results.db", help="SQLite results database (default ./results.db)")
+    p.add_argument("--runs-dir", default=None, help="where run logs go (default: runs/ beside the database)")
+
+
+def cache_dir() -> Path:
+    return bootstrap.cache_dir()
+
+
+def fail(msg: str, code: int = 2) -> "NoReturn":
+    print(f"error: {msg}", file=sys.stderr)
+    sys.exit(code)
+
+
+# --- run -----------------------------------------------------------------------
+def cmd_run(args) -> int:
+    import experiments
+    import topologies
+    from analysis import db, summary
+    from configs import qemu
+    from images import initramfs, kernel
+
+    # Everything that can be wrong with the input is checked before the
+    # database is touched: bad input leaves no trace there.
+    try:
+        topo = topologies.load(args.topology)
+        exp = experiments.load(args.exp)
+        plan = exp.resolve(topo, experiments.parse_overrides(args.param))
+        variant = kernel.Variant(topo.guest_isa, args.flavor, args.kernel)
+        kernel.check_variant(variant)
+        qver = qemu.qemu_version(qemu.QEMU[topo.guest_isa])
+    except (topologies.TopologyError, experiments.ExperimentError, kernel.BuildError, qemu.EngineError) as e:
+        fail(str(e))
+
+    built = build_images(variant, topo.guest_isa, exp.name)
+    kmeta = kernel.load_meta(built.kernel_dir)
+
+    dbpath = Path(args.db).resolve()
+    con = db.connect(dbpath)
+    host = socket.gethostname()
+    db.reap_stale(con, host)
+    runs_root = Path(args.runs_dir).resolve() if args.runs_dir else dbpath.parent / "runs"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    rdir = runs_root / f"{stamp}-{topo.name}-{exp.name}-{os.getpid()}"
+    rdir.mkdir(parents=True)
+
+    swap_mib = round(plan.params.get("swap_frac", 0) * topo.total_memory_mib)
+    swap_img = None
+    if swap_mib > 0:
+        swap_img = rdir / "swap.img"
+        with open(swap_img, "wb") as f:
+            f.truncate(swap_mib << 20)  # sparse: costs disk only as the guest swaps
+    conf = (f"VMLAB_EXP={exp.name}\nVMLAB_CMD={sh_quote(plan.command)}\n"
+            f"VMLAB_ZONE_RECLAIM_MODE={plan.params['zone_reclaim_mode']}\n"
+            f"VMLAB_NUMA_BALANCING={plan.params['numa_balancing']}\nVMLAB_THP={plan.params['thp']}\n"
+            f"VMLAB_SWAP={'/dev/vda' if swap_img else ''}\nVMLAB_SEED={args.seed}\n"
+            f"VMLAB_HANG={1 if 'vmlab.hang=1' in args.kernel_append else 0}\n")
+    initrd = rdir / "initramfs.cpio"
+    initrd.write_bytes(built.initramfs.read_bytes() + initramfs.run_archive(conf))
+
+    cmd = qemu.command_line(topo, built.kernel_dir / "kernel", initrd, mode=args.qemu_mode, swap_image=swap_img,
+                            append=args.kernel_append, hmat=not args.no_hmat, binary=qemu.QEMU[topo.guest_isa])
+    console, qlog = rdir / "console.log", rdir / "qemu.log"
+    boot_to = args.boot_timeout or qemu.boot_timeout_s(topo, args.qemu_mode)
+    run_to = args.timeout or plan.timeout_s
+    row = {
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": host, "vmlab_version": vmlab_version(),
+        "topology": topo.name, "topology_sha256": topo.sha256, "topology_toml": topo.text,
+        "topology_shape": topo.shape(), "nodes": topo.nodes, "cpus": topo.cpus,
+        "memory_mib_per_node": topo.memory_mib, "scale": topo.scale, "native_isa": topo.native_isa,
+        "guest_isa": topo.guest_isa, "experiment": exp.name,
+        "params_json": summary.dumps({**plan.all_values, "command": plan.command}),
+        "kernel_arch": variant.arch, "kernel_release": kmeta["release"], "kernel_source": kmeta["source_package"],
+        "patch_set": variant.patchset, "kernel_flavor": variant.flavor,
+        "kernel_config_sha256": kmeta["config_sha256"], "kernel_sha256": kmeta["kernel_sha256"],
+        "initramfs_sha256": initramfs.sha256(built.initramfs), "engine": "qemu-tcg", "engine_version": qver,
+        "qemu_mode": args.qemu_mode, "timing_mode": args.timing, "seed": args.seed,
+        "command_line": " ".join(sh_quote(c) for c in cmd), "log_path": str(console),
+        "limitations": summary.limitations(topo, args.qemu_mode, args.timing),
+    }
+    run_id = db.start_run(con, row)
+    print(f"run {run_id}: {topo.name} ({topo.shape()}, {topo.cpus} CPUs, {topo.memory_mib} MiB/node), "
+          f"{exp.name} {plan.command!r}, QEMU {qver} {args.qemu_mode}; console {console}", flush=True)
+
+    outcome = None
+    try:
+        with summary.LiveProgress(exp, plan, topo) as prog:
+            outcome = qemu.supervise(cmd, console, qlog, boot_to, run_to, on_record=prog.record, on_tick=prog.tick)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if swap_img is not None:
+            swap_img.unlink(missing_ok=True)
+        status = outcome.status if outcome else "aborted"
+        fields = {
+            "status": status, "reason": outcome.reason if outcome else "interrupted (Ctrl-C)",
+            "ended_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "wall_s": round(outcome.wall_s, 1) if outcome else None,
+            "boot_wall_s": round(outcome.boot_wall_s, 1) if outcome and outcome.boot_wall_s else None,
+            "log_sha256": initramfs.sha256(console) if console.exists() else None,
+        }
+        parsed = outcome.parsed if outcome else qemu.rec.parse_bytes(console.read_bytes() if console.exists() else b"")
+        db.finish_run(con, run_id, fields, parsed, topo)
+    for err in parsed.errors[:5]:
+        print(f"warning: {console}: {err}", file=sys.stderr)
+    print(summary.render(con, run_id))
+    return {"ok": 0, "failed": 1}.get(status, 130)
+
+
+def build_images(variant, arch: str, exp: str):
+    from images import kernel
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("scons_wrapper", REPO / "scons-wrapper" / "wrapper.py")
+    wrapper = importlib.util.module_from_spec(spec)
+    sys.modules["scons_wrapper"] = wrapper  # its dataclasses look their module up
+    spec.loader.exec_module(wrapper)
+    try:
+        return wrapper.build(cache_dir(), variant, arch, exp)
+    except (RuntimeError, kernel.BuildError) as e:
+        fail(str(e), 1)
+
+
+def sh_quote(s: str) -> str:
+    import shlex
+    return shlex.quote(str(s))
+
+
+def vmlab_version() -> str:
+    r = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"], capture_output=True, text=True)
+    return r.stdout.strip() or "unknown"
+
+
+# --- other commands ------------------------------------------------------------
+def cmd_list(argv) -> int:
+    import experiments
+    import topologies
+    argparse.ArgumentParser(prog="./run.py list", description="List topologies, experiments and parameters.").parse_args(argv)
+    print("topologies (topologies/*.toml, or --topology PATH):")
+    for name in topologies.available():
+        t = topologies.load(name)
+        print(f"  {name:<11} {t.shape():<22} {t.nodes:>2} nodes x {t.cpus_per_node} CPU, {t.memory_mib:>4} MiB/node, "
+              f"guest {t.guest_isa}{' (native ' + t.native_isa + ')' if t.native_isa != t.guest_isa else ''}, "
+              f"max {t.max_hops()} hops")
+        print(f"  {'':<11} {t.description}")
+    print("\nexperiments (experiments/<name>/manifest.toml):")
+    for name in experiments.available():
+        e = experiments.load(name)
+        print(f"  {name}: {e.summary}")
+        for p in e.params.values():
+            print(f"      --param {p.name + '=' + str(p.default):<22} {p.help}")
+    return 0
+
+
+def cmd_show(argv) -> int:
+    from analysis import db, summary
+    p = argparse.ArgumentParser(prog="./run.py show", description="Print the summary of a stored run.")
+    p.add_argument("run_id", nargs="?", type=int, help="run id (default: the latest run)")
+    p.add_argument("--db", default="results.db")
+    a = p.parse_args(argv)
+    try:
+        con = db.connect(a.db, readonly=True)
+    except db.SchemaError as e:
+        fail(str(e))
+    rid = a.run_id or (con.execute("SELECT MAX(id) FROM runs").fetchone()[0])
+    if not rid or not con.execute("SELECT 1 FROM runs WHERE id = ?", (rid,)).fetchone():
+        fail(f"{a.db}: no run {a.run_id or ''}".strip())
+    print(summary.render(con, rid))
+    return 0
+
+
+def cmd_query(argv) -> int:
+    import sqlite3
+    from analysis import db, summary
+    p = argparse.ArgumentParser(prog="./run.py query", description=(
+        "Run read-only SQL on the results database. Tables: runs, records, chunk_times, node_free, node_mem, "
+        "numastat, vmstat, kswapd, metrics, guest_nodes, guest_distances; views: v_runs, v_chunk_cycle, "
+        "v_vmstat_delta, v_node_mem_delta, v_numastat_delta."))
+    p.add_argument("sql", nargs="?", default="SELECT * FROM v_runs ORDER BY id DESC LIMIT 20")
+    p.add_argument("--csv", action="store_true", help="print CSV instead of a table")
+    p.add_argument("--db", default="results.db")
+    a = p.parse_args(argv)
+    try:
+        con = db.connect(a.db, readonly=True)
+        cols, rows = db.query(con, a.sql)
+    except (db.SchemaError, sqlite3.Error) as e:
+        fail(f"{a.db}: {e}")
+    print(summary.csv_text(cols, rows) if a.csv else summary.table(cols, rows), end="")
+    return 0
+
+
+def cmd_build(argv) -> int:
+    import experiments
+    import topologies
+    from images import kernel
+    p = argparse.ArgumentParser(prog="./run.py build", description="Build the kernel and initramfs a run needs.")
+    add_run_options(p)
+    a = p.parse_args(argv)
+    try:
+        topo = topologies.load(a.topology)
+        experiments.load(a.exp)
+        v = kernel.Variant(topo.guest_isa, a.flavor, a.kernel)
+        kernel.check_variant(v)
+    except (topologies.TopologyError, experiments.ExperimentError, kernel.BuildError) as e:
+        fail(str(e))
+    b = build_images(v, topo.guest_isa, a.exp)
+    print(f"kernel:    {b.kernel_dir}\ninitramfs: {b.initramfs}")
+    return 0
+
+
+def cmd_test(argv) -> int:
+    # All tests, the slow end-to-end ones included (they boot guests).
+    return subprocess.call([sys.executable, "-m", "pytest", *argv], cwd=REPO)
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] in ([], ["run"], ["-h"], ["--help"]) and {"-h", "--help"} & set(argv):
+        run_parser().print_help()  # help needs nothing installed
+        return 0
+    bootstrap.ensure(argv, str(Path(__file__).resolve()))
+    if argv and argv[0] in COMMANDS and argv[0] != "run":
+        return {"list": cmd_list, "show": cmd_show, "query": cmd_query, "build": cmd_build,
+                "test": cmd_test}[argv[0]](argv[1:])
+    if argv and argv[0] == "run":
+        argv = argv[1:]
+    return cmd_run(run_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,44 @@
+"""Build stage front: run SCons on scons-wrapper/SConstruct for what a run
+needs and say whether anything was built."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+
+
+@dataclass
+class Built:
+    kernel_dir: Path
+    initramfs: Path
+    rebuilt: bool
+
+
+def build(cache: Path, variant, arch: str, experiment: str) -> Built:
+    from images import kernel
+    kernel.check_variant(variant)
+    kdir = kernel.artifact_dir(cache, variant)
+    initrd = cache / "initramfs" / f"{arch}-{experiment}.cpio"
+    args = [sys.executable, "-m", "SCons", "-f", str(HERE / "SConstruct"), "-Q",
+            f"repo={REPO}", f"cache={cache}", f"kernels={variant.arch}/{variant.flavor}/{variant.patchset}",
+            f"experiments={arch}/{experiment}"]
+    cache.mkdir(parents=True, exist_ok=True)
+    print(f"build: kernel {variant.label()}, initramfs {arch}/{experiment} (cache {cache})", flush=True)
+    # SCons prints each action it runs (and "... is up to date" otherwise):
+    # any other line means something was built.
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+    rebuilt = False
+    for line in p.stdout:
+        if line.startswith("scons: `") and line.rstrip().endswith("is up to date."):
+            continue
+        rebuilt = True
+        print(line, end="", flush=True)
+    if p.wait():
+        raise RuntimeError(f"build failed (scons exit status {p.returncode}); see the messages above")
+    if not rebuilt:
+        print("build: up to date, nothing built", flush=True)
+    return Built(kdir, initrd, rebuilt)

@@ -1,0 +1,106 @@
+import sqlite3
+
+import pytest
+
+import topologies as T
+from analysis import db, records as R
+
+
+def test_fresh_database_gets_current_schema(tmp_path):
+    con = db.connect(tmp_path / "r.db")
+    assert con.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    names = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
+    assert {"runs", "records", "chunk_times", "v_vmstat_delta", "v_runs"} <= names
+
+
+def test_migration_from_version_1_keeps_rows(tmp_path):
+    path = tmp_path / "old.db"
+    con = sqlite3.connect(path)
+    con.executescript(db.MIGRATIONS[0] + "PRAGMA user_version = 1;")
+    con.execute("INSERT INTO runs (status, started_at, host, topology, topology_sha256, topology_toml, topology_shape,"
+                " nodes, cpus, memory_mib_per_node, scale, native_isa, guest_isa, experiment, params_json, kernel_arch,"
+                " patch_set, kernel_flavor, engine, engine_version, qemu_mode, timing_mode, seed, command_line,"
+                " limitations) VALUES ('ok', 'x', 'h', 't', 's', '', '', 1, 1, 64, 1, 'a', 'a', 'e', '{}', 'x86_64',"
+                " 'vanilla', 'default', 'qemu', '10', 'icount', 'off', 0, '', '')")
+    con.commit()
+    con.close()
+    con = db.connect(path)
+    assert con.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION
+    assert con.execute("SELECT COUNT(*) FROM v_runs").fetchone()[0] == 1
+
+
+def test_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "new.db"
+    con = sqlite3.connect(path)
+    con.execute(f"PRAGMA user_version = {db.SCHEMA_VERSION + 1}")
+    con.close()
+    with pytest.raises(db.SchemaError, match="newer"):
+        db.connect(path)
+
+
+def row(topo):
+    return {"started_at": "now", "host": "h", "topology": topo.name, "topology_sha256": topo.sha256,
+            "topology_toml": topo.text, "topology_shape": topo.shape(), "nodes": topo.nodes, "cpus": topo.cpus,
+            "memory_mib_per_node": topo.memory_mib, "scale": topo.scale, "native_isa": topo.native_isa,
+            "guest_isa": topo.guest_isa, "experiment": "memeater", "params_json": "{}", "kernel_arch": "x86_64",
+            "patch_set": "vanilla", "kernel_flavor": "default", "engine": "qemu-tcg", "engine_version": "10.0.2",
+            "qemu_mode": "icount", "timing_mode": "off", "seed": 0, "command_line": "qemu", "limitations": "x"}
+
+
+CONSOLE = """
+@@VMLAB {"type":"machine","nodes":[{"node":0,"cpus":"0","mem_total_kib":60000},{"node":1,"cpus":"1","mem_total_kib":60000}],"distances":[[10,13],[13,10]],"zone_reclaim_mode":"0","uptime":"1.5 1.0"}
+@@VMLAB {"type":"vmstat","phase":"before","counters":{"pgfault":100,"pswpout":0}}
+@@VMLAB {"type":"nodemem","phase":"before","nodes":[{"node":0,"MemTotal":60000,"MemUsed":10000},{"node":1,"MemTotal":60000,"MemUsed":5000}]}
+@@VMLAB {"type":"chunk","cycle":0,"chunk":0,"wall_ms":5.5,"cpu_ms":5.4,"placement":{"0":12,"1":4},"absent":0,"sampled":16,"free_kib":[30000,55000],"swap_used_kib":0}
+@@VMLAB {"type":"chunk","cycle":0,"chunk":1,"wall_ms":6.5,"cpu_ms":6.4,"placement":{"1":16},"absent":0,"sampled":16,"free_kib":[30000,40000],"swap_used_kib":0}
+garbage @@VMLAB {"type":
+@@VMLAB {"type":"vmstat","phase":"after","counters":{"pgfault":900,"pswpout":7}}
+@@VMLAB {"type":"nodemem","phase":"after","nodes":[{"node":0,"MemTotal":60000,"MemUsed":30000},{"node":1,"MemTotal":60000,"MemUsed":25000}]}
+@@VMLAB {"type":"kswapd","phase":"before","clk_tck":100,"kswapd":{"0":0,"1":0}}
+@@VMLAB {"type":"kswapd","phase":"after","clk_tck":100,"kswapd":{"0":150,"1":0}}
+@@VMLAB {"type":"end","rc":0}
+"""
+
+
+def test_records_land_in_typed_tables(tmp_path):
+    topo = T.parse(open(T.resolve("gs1280-8")).read().replace("count = 8", "count = 2").replace("dims = [2, 4]", "dims = [2]"),
+                   tmp_path / "two.toml")
+    con = db.connect(tmp_path / "r.db")
+    rid = db.start_run(con, row(topo))
+    parsed = R.parse_text(CONSOLE)
+    db.finish_run(con, rid, {"status": "ok", "wall_s": 3.0}, parsed, topo)
+    r = con.execute("SELECT status, ingest_errors FROM runs WHERE id = ?", (rid,)).fetchone()
+    assert tuple(r) == ("ok", 1)
+    assert con.execute("SELECT COUNT(*) FROM records WHERE run_id = ?", (rid,)).fetchone()[0] == 10
+    chunks = con.execute("SELECT chunk, wall_ms, main_node FROM chunk_times ORDER BY chunk").fetchall()
+    assert [tuple(c) for c in chunks] == [(0, 5.5, 0), (1, 6.5, 1)]
+    d = dict(con.execute("SELECT counter, delta FROM v_vmstat_delta").fetchall())
+    assert d == {"pgfault": 800, "pswpout": 7}
+    used = dict(con.execute("SELECT node, delta_kib FROM v_node_mem_delta WHERE field = 'MemUsed'").fetchall())
+    assert used == {0: 20000, 1: 20000}
+    assert con.execute("SELECT cpu_s FROM kswapd WHERE phase='after' AND node=0").fetchone()[0] == 1.5
+    dist = con.execute("SELECT distance, expected, hops FROM guest_distances WHERE src=0 AND dst=1").fetchone()
+    assert tuple(dist) == (13, 13, 1)
+    assert con.execute("SELECT COUNT(*) FROM node_free").fetchone()[0] == 4
+
+
+def test_failed_ingest_leaves_status_running_not_half_written(tmp_path):
+    topo = T.load("gs1280-8")
+    con = db.connect(tmp_path / "r.db")
+    rid = db.start_run(con, row(topo))
+    bad = R.Parsed(records=[R.Record(1, "chunk", {"cycle": 0, "chunk": 0, "wall_ms": None})])  # NOT NULL violated
+    with pytest.raises(sqlite3.IntegrityError):
+        db.finish_run(con, rid, {"status": "ok"}, bad, topo)
+    assert con.execute("SELECT status FROM runs WHERE id = ?", (rid,)).fetchone()[0] == "running"
+    assert con.execute("SELECT COUNT(*) FROM records").fetchone()[0] == 0
+
+
+def test_stale_running_rows_are_reaped(tmp_path):
+    topo = T.load("gs1280-8")
+    con = db.connect(tmp_path / "r.db")
+    rid = db.start_run(con, row(topo))
+    con.execute("UPDATE runs SET pid = 999999999 WHERE id = ?", (rid,))
+    con.commit()
+    assert db.reap_stale(con, "h") == 1
+    assert con.execute("SELECT status FROM runs WHERE id = ?", (rid,)).fetchone()[0] == "aborted"

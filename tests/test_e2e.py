@@ -1,0 +1,141 @@
+"""End to end: build the images, boot guests under QEMU, check what lands in
+SQLite. Slow (a kernel build from a cold cache, then guests booting under
+TCG); CI runs them."""
+import hashlib
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import topologies as T
+
+REPO = Path(__file__).resolve().parent.parent
+ENV = dict(os.environ, VMLAB_IN_VENV="1")  # the suite already runs inside the bootstrapped venv
+SMALL = ["--topology", "gs1280-8", "--exp", "memeater", "--param", "chunks=6,cycles=2"]
+
+
+def vmlab(args, tmp, **kw):
+    cmd = [sys.executable, str(REPO / "run.py"), *args]
+    if args and args[0] not in ("build", "list", "query", "show"):
+        cmd += ["--db", str(tmp / "r.db"), "--runs-dir", str(tmp / "runs")]
+    return subprocess.run(cmd, env=ENV, capture_output=True, text=True, **kw)
+
+
+def con(tmp):
+    c = sqlite3.connect(tmp / "r.db")
+    c.row_factory = sqlite3.Row
+    return c
+
+
+pytestmark = pytest.mark.slow
+
+
+def test_build_then_warm_build_builds_nothing():
+    first = subprocess.run([sys.executable, str(REPO / "run.py"), "build", *SMALL[:4]], env=ENV,
+                           capture_output=True, text=True)
+    assert first.returncode == 0, first.stdout + first.stderr
+    again = subprocess.run([sys.executable, str(REPO / "run.py"), "build", *SMALL[:4]], env=ENV,
+                           capture_output=True, text=True)
+    assert again.returncode == 0
+    assert "nothing built" in again.stdout, again.stdout
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("e2e")
+    r = vmlab(SMALL, tmp)
+    return tmp, r
+
+
+def test_guest_sees_the_torus_and_records_land(small_run):
+    tmp, r = small_run
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    c = con(tmp)
+    run = c.execute("SELECT * FROM runs").fetchone()
+    assert run["status"] == "ok" and not run["reason"]
+    topo = T.load("gs1280-8")
+    # the guest saw 8 nodes with exactly the SLIT derived from the 2x4 torus
+    assert c.execute("SELECT COUNT(*) FROM guest_nodes WHERE run_id = ?", (run["id"],)).fetchone()[0] == 8
+    seen = {(x["src"], x["dst"]): x["distance"] for x in c.execute("SELECT * FROM guest_distances")}
+    slit = topo.slit()
+    assert seen == {(i, j): slit[i][j] for i in range(8) for j in range(8)}
+    assert max(seen.values()) == 19  # 3 hops
+    # every chunk of every cycle landed, with a positive guest time
+    rows = c.execute("SELECT cycle, chunk, wall_ms FROM chunk_times ORDER BY cycle, chunk").fetchall()
+    assert [(x["cycle"], x["chunk"]) for x in rows] == [(cy, ch) for cy in range(2) for ch in range(6)]
+    assert all(x["wall_ms"] > 0 for x in rows)
+    assert {x[0] for x in c.execute("SELECT DISTINCT phase FROM vmstat")} == {"before", "peak", "after"}
+    assert "matches the topology" in r.stdout
+
+
+def test_run_row_is_complete_and_traceable(small_run):
+    tmp, _ = small_run
+    run = con(tmp).execute("SELECT * FROM runs").fetchone()
+    for col in ("started_at", "ended_at", "wall_s", "boot_wall_s", "host", "vmlab_version", "topology_sha256",
+                "topology_toml", "params_json", "kernel_release", "kernel_source", "kernel_config_sha256",
+                "kernel_sha256", "initramfs_sha256", "engine_version", "command_line", "log_path", "log_sha256",
+                "limitations"):
+        assert run[col] not in (None, ""), col
+    assert run["topology_sha256"] == T.load("gs1280-8").sha256
+    assert run["kernel_release"].startswith("6.1.") and run["patch_set"] == "vanilla"
+    assert run["qemu_mode"] == "icount" and run["timing_mode"] == "off" and run["scale"] == 1 / 64
+    log = Path(run["log_path"])
+    assert hashlib.sha256(log.read_bytes()).hexdigest() == run["log_sha256"]
+    assert "guest ISA x86_64 substituted" in run["limitations"]
+
+
+def test_icount_runs_are_deterministic(small_run):
+    tmp, _ = small_run
+    r = vmlab(SMALL, tmp)
+    assert r.returncode == 0
+    c = con(tmp)
+    a, b = ([tuple(x) for x in c.execute("SELECT cycle, chunk, wall_ms, cpu_ms, minflt FROM chunk_times "
+                                         "WHERE run_id = ? ORDER BY cycle, chunk", (rid,))] for rid in (1, 2))
+    assert a == b and len(a) == 12
+
+
+def test_panicking_guest_is_recorded_failed_with_its_log(tmp_path):
+    t0 = time.monotonic()
+    r = vmlab([*SMALL, "--kernel-append", "rdinit=/no-such-init init=/no-such-init"], tmp_path)
+    assert r.returncode == 1
+    run = con(tmp_path).execute("SELECT status, reason, log_path FROM runs").fetchone()
+    assert run["status"] == "failed" and "Kernel panic" in run["reason"]
+    assert "Kernel panic" in Path(run["log_path"]).read_text(errors="replace")
+    assert time.monotonic() - t0 < 300
+
+
+def test_hanging_guest_is_stopped_by_the_timeout(tmp_path):
+    r = vmlab([*SMALL, "--kernel-append", "vmlab.hang=1", "--timeout", "5"], tmp_path)
+    assert r.returncode == 1
+    run = con(tmp_path).execute("SELECT status, reason FROM runs").fetchone()
+    assert run["status"] == "failed" and "timeout" in run["reason"]
+
+
+def test_ctrl_c_aborts_and_leaves_the_database_consistent(tmp_path):
+    cmd = [sys.executable, str(REPO / "run.py"), *SMALL, "--db", str(tmp_path / "r.db"),
+           "--runs-dir", str(tmp_path / "runs")]
+    p = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        time.sleep(1)
+        if (tmp_path / "r.db").exists():
+            try:
+                if con(tmp_path).execute("SELECT COUNT(*) FROM runs WHERE status = 'running'").fetchone()[0]:
+                    break
+            except sqlite3.Error:
+                pass
+    time.sleep(3)  # QEMU is booting
+    p.send_signal(signal.SIGINT)
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 130, out[-2000:]
+    run = con(tmp_path).execute("SELECT status, reason, command_line FROM runs").fetchone()
+    assert run["status"] == "aborted"
+    # QEMU went with it: no process still runs this run's console
+    console = next((tmp_path / "runs").glob("*/console.log"))
+    ps = subprocess.run(["pgrep", "-f", str(console)], capture_output=True, text=True)
+    assert ps.stdout.strip() == ""

@@ -1,0 +1,45 @@
+import pytest
+
+import experiments as E
+import topologies as T
+
+
+def test_memeater_defaults_scale_with_the_topology():
+    e = E.load("memeater")
+    p32 = e.resolve(T.load("gs1280-32"), {})
+    # a quarter of a 64 MiB node per chunk; half of 2 GiB in all
+    assert p32.derived["chunk_mib"] == 16 and p32.derived["chunks"] == 64
+    assert p32.derived["fill_mib"] == 1024 > 4 * 64   # well past four nodes' worth
+    assert "--chunks 64" in p32.command and "--cpu 0" in p32.command
+    p8 = e.resolve(T.load("gs1280-8"), {})
+    assert p8.derived["chunks"] == 16
+
+
+def test_overrides_and_their_errors():
+    e = E.load("memeater")
+    t = T.load("gs1280-8")
+    p = e.resolve(t, E.parse_overrides(["chunks=5,cycles=2", "zone_reclaim_mode=5"]))
+    assert p.derived["chunks"] == 5 and p.params["cycles"] == 2 and p.params["zone_reclaim_mode"] == 5
+    with pytest.raises(E.ExperimentError, match="unknown parameter 'chunkz'.*expected one of"):
+        e.resolve(t, {"chunkz": "3"})
+    with pytest.raises(E.ExperimentError, match="'cycles': expected int"):
+        e.resolve(t, {"cycles": "many"})
+    with pytest.raises(E.ExperimentError, match="'thp': expected one of always, madvise, never"):
+        e.resolve(t, {"thp": "sometimes"})
+    with pytest.raises(E.ExperimentError, match="'cpu': expected a CPU number below"):
+        e.resolve(t, {"cpu": "8"})
+    with pytest.raises(E.ExperimentError, match="NAME=VALUE"):
+        E.parse_overrides(["cycles"])
+
+
+def test_unknown_experiment():
+    with pytest.raises(E.ExperimentError, match="expected one of .*memeater"):
+        E.load("nosuch")
+
+
+def test_expression_language_is_closed():
+    assert E.evaluate("max(1, ceil(a / 3))", {"a": 10}) == 4
+    assert E.evaluate("a if a > 0 else 7", {"a": 0}) == 7
+    for bad in ("__import__('os')", "a.b", "[1][0]", "open('x')"):
+        with pytest.raises(E.ExperimentError):
+            E.evaluate(bad, {"a": 1})

@@ -1,0 +1,91 @@
+import stat
+
+import pytest
+
+from images import initramfs, kernel
+
+
+def read_cpio(blob: bytes):
+    """Minimal newc reader: name -> (mode, rdevmajor, rdevminor, data)."""
+    out, off = {}, 0
+    while True:
+        assert blob[off:off + 6] == b"070701", f"bad magic at {off}"
+        f = [int(blob[off + 6 + 8 * i: off + 14 + 8 * i], 16) for i in range(13)]
+        namesize, filesize = f[11], f[6]
+        name = blob[off + 110: off + 110 + namesize - 1].decode()
+        off = (off + 110 + namesize + 3) & ~3
+        data = blob[off: off + filesize]
+        off = (off + filesize + 3) & ~3
+        if name == "TRAILER!!!":
+            return out, off
+        out[name] = (f[1], f[9], f[10], data)
+
+
+def test_cpio_has_console_node_and_is_reproducible(tmp_path):
+    prog = tmp_path / "memeater"
+    prog.write_bytes(b"\x7fELF fake")
+    a = initramfs.base_archive({"memeater": prog})
+    b = initramfs.base_archive({"memeater": prog})
+    assert a == b and len(a) % 512 == 0
+    entries, _ = read_cpio(a)
+    mode, maj, mnr, _ = entries["dev/console"]
+    assert stat.S_ISCHR(mode) and (maj, mnr) == (5, 1)
+    assert entries["init"][3].startswith(b"#!/bin/busybox sh")
+    assert entries["init"][0] & 0o111
+    assert entries["bin/memeater"][3] == b"\x7fELF fake"
+    assert stat.S_ISDIR(entries["proc"][0])
+
+
+def test_run_archive_appends_a_second_archive():
+    blob = initramfs.run_archive("VMLAB_EXP=memeater\n")
+    entries, end = read_cpio(blob)
+    assert entries["vmlab/run.conf"][3] == b"VMLAB_EXP=memeater\n"
+
+
+def test_kernel_key_depends_on_patchset_and_flavor():
+    pytest.importorskip("subprocess")
+    try:
+        kernel.source_version()
+    except kernel.BuildError:
+        pytest.skip("linux-source-6.1 not installed")
+    k1 = kernel.key(kernel.Variant())
+    k2 = kernel.key(kernel.Variant(flavor="lockstat"))
+    assert k1 != k2 and k1 == kernel.key(kernel.Variant())
+
+
+def test_unknown_patchset_and_flavor_rejected():
+    with pytest.raises(kernel.BuildError, match="patch set"):
+        kernel.check_variant(kernel.Variant(patchset="nosuch"))
+    with pytest.raises(kernel.BuildError, match="flavor"):
+        kernel.check_variant(kernel.Variant(flavor="debug"))
+
+
+def test_config_check_catches_dropped_symbol(tmp_path):
+    frag = tmp_path / "f.config"
+    frag.write_text("CONFIG_NUMA=y\nCONFIG_NR_CPUS=64\n# comment\n")
+    cfg = tmp_path / ".config"
+    cfg.write_text("CONFIG_NUMA=y\nCONFIG_NR_CPUS=64\n")
+    kernel.check_config(cfg, [frag])
+    cfg.write_text("# CONFIG_NUMA is not set\nCONFIG_NR_CPUS=64\n")
+    with pytest.raises(kernel.BuildError, match="line 1: CONFIG_NUMA=y was not taken"):
+        kernel.check_config(cfg, [frag])
+
+
+def test_failing_patch_names_patch_and_hunk(tmp_path, monkeypatch):
+    """A patch that does not apply stops the build with its name and hunk."""
+    cache = tmp_path / "cache"
+    ver = "0-test"
+    src = cache / "src" / f"{kernel.SOURCE_PACKAGE}_{ver}"
+    src.mkdir(parents=True)
+    (src / "Makefile").write_text("all:\n")
+    (src / "mm.c").write_text("int a = 1;\nint b = 2;\n")
+    pdir = tmp_path / "patches" / "broken"
+    pdir.mkdir(parents=True)
+    (pdir / "series").write_text("0001-change-mm.patch\n")
+    (pdir / "0001-change-mm.patch").write_text(
+        "--- a/mm.c\n+++ b/mm.c\n@@ -1,2 +1,2 @@\n-int a = 5;\n+int a = 6;\n int b = 2;\n")
+    monkeypatch.setattr(kernel, "PATCHES", tmp_path / "patches")
+    monkeypatch.setattr(kernel, "source_version", lambda: ver)
+    with pytest.raises(kernel.BuildError) as e:
+        kernel.patched_source(cache, kernel.Variant(patchset="broken"))
+    assert "0001-change-mm.patch does not apply" in str(e.value) and "Hunk #1 FAILED" in str(e.value)

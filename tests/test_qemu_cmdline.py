@@ -1,0 +1,47 @@
+from pathlib import Path
+
+import pytest
+
+import topologies as T
+from configs import qemu
+
+
+def opts(cmd, flag):
+    return [cmd[i + 1] for i, c in enumerate(cmd) if c == flag]
+
+
+def test_gs1280_32_command_line_gives_the_guest_the_torus():
+    t = T.load("gs1280-32")
+    cmd = qemu.command_line(t, Path("k"), Path("i"), swap_image=Path("s.img"))
+    numa = opts(cmd, "-numa")
+    nodes = [o for o in numa if o.startswith("node,")]
+    dist = [o for o in numa if o.startswith("dist,")]
+    hmat = [o for o in numa if o.startswith("hmat-lb,")]
+    assert len(nodes) == 32 and len(dist) == 32 * 31 and len(hmat) == 2 * 32 * 32
+    assert "node,nodeid=5,cpus=5-5,memdev=mem5,initiator=5" in nodes
+    # (0,0) -> (2,4) on the 4x8 torus: 6 hops -> SLIT 28
+    assert "dist,src=0,dst=20,val=28" in dist
+    assert "dist,src=0,dst=7,val=13" in dist  # wrap-around neighbour
+    assert opts(cmd, "-smp") == ["32,sockets=32,cores=1,threads=1"]
+    assert opts(cmd, "-m") == ["2048M"]
+    assert opts(cmd, "-icount") == ["shift=0,sleep=off"]
+    assert opts(cmd, "-rtc")[0].endswith("clock=vm")
+    assert "hmat-lb,initiator=0,target=20,hierarchy=memory,data-type=access-latency,latency=202" in hmat
+    assert any("virtio-blk-pci" in o for o in opts(cmd, "-device"))
+    assert sum(1 for o in opts(cmd, "-object") if o.startswith("memory-backend-ram")) == 32
+
+
+def test_sockets_topology_and_mttcg():
+    t = T.load("x86-2s")
+    cmd = qemu.command_line(t, Path("k"), Path("i"), mode="mttcg", hmat=False)
+    assert opts(cmd, "-smp") == ["8,sockets=2,cores=4,threads=1"]
+    assert "node,nodeid=1,cpus=4-7,memdev=mem1" in opts(cmd, "-numa")
+    assert opts(cmd, "-accel") == ["tcg,thread=multi"]
+    assert "-icount" not in cmd and not any(o.startswith("hmat") for o in opts(cmd, "-numa"))
+    with pytest.raises(qemu.EngineError, match="--qemu-mode"):
+        qemu.command_line(t, Path("k"), Path("i"), mode="kvm")
+
+
+def test_qemu_version_is_10_or_later():
+    v = qemu.qemu_version()
+    assert int(v.split(".")[0]) >= 10
