@@ -116,16 +116,17 @@ def cmd_run(args) -> int:
     rdir = runs_root / f"{stamp}-{topo.name}-{exp.name}-{os.getpid()}"
     rdir.mkdir(parents=True)
 
-    swap_mib = round(plan.params.get("swap_frac", 0) * topo.total_memory_mib)
+    swap_mib = round(plan.params["swap_frac"] * topo.total_memory_mib) if plan.params["swap"] != "none" else 0
     swap_img = None
-    if swap_mib > 0:
+    if swap_mib > 0 and plan.params["swap"] == "disk":
         swap_img = rdir / "swap.img"
         with open(swap_img, "wb") as f:
             f.truncate(swap_mib << 20)  # sparse: costs disk only as the guest swaps
     conf = (f"VMLAB_EXP={exp.name}\nVMLAB_CMD={sh_quote(plan.command)}\n"
             f"VMLAB_ZONE_RECLAIM_MODE={plan.params['zone_reclaim_mode']}\n"
             f"VMLAB_NUMA_BALANCING={plan.params['numa_balancing']}\nVMLAB_THP={plan.params['thp']}\n"
-            f"VMLAB_SWAP={'/dev/vda' if swap_img else ''}\nVMLAB_SEED={args.seed}\n"
+            f"VMLAB_SWAP={'/dev/vda' if swap_img else (f'zram:{swap_mib}' if swap_mib else '')}\n"
+            f"VMLAB_SEED={args.seed}\n"
             f"VMLAB_HANG={1 if 'vmlab.hang=1' in args.kernel_append else 0}\n")
     initrd = rdir / "initramfs.cpio"
     initrd.write_bytes(built.initramfs.read_bytes() + initramfs.run_archive(conf))
@@ -148,7 +149,8 @@ def cmd_run(args) -> int:
         "initramfs_sha256": initramfs.sha256(built.initramfs), "engine": "qemu-tcg", "engine_version": qver,
         "qemu_mode": args.qemu_mode, "timing_mode": args.timing, "seed": args.seed,
         "command_line": " ".join(sh_quote(c) for c in cmd), "log_path": str(console),
-        "limitations": summary.limitations(topo, args.qemu_mode, args.timing),
+        "limitations": summary.limitations(topo, args.qemu_mode, args.timing,
+                                           plan.params["swap"] if swap_mib else "none"),
     }
     run_id = db.start_run(con, row)
     print(f"run {run_id}: {topo.name} ({topo.shape()}, {topo.cpus} CPUs, {topo.memory_mib} MiB/node), "
@@ -298,4 +300,8 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:  # outside a run (a run records itself as aborted)
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)

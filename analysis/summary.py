@@ -28,7 +28,7 @@ def dumps(obj) -> str:
     return json.dumps(obj, sort_keys=True)
 
 
-def limitations(topo, qemu_mode: str, timing: str) -> str:
+def limitations(topo, qemu_mode: str, timing: str, swap: str = "none") -> str:
     out = [f"memory scaled: {topo.memory_mib} MiB per node stands for {topo.real_memory_gib:g} GiB "
            f"(scale 1/{round(1 / topo.scale)})"]
     if topo.guest_isa != topo.native_isa:
@@ -36,8 +36,12 @@ def limitations(topo, qemu_mode: str, timing: str) -> str:
     if timing == "off":
         out.append("timing functional only (QEMU TCG, no memory-system model): guest times do not include "
                    "remote-memory or lock latency")
-    out.append("guest time = icount: 1 instruction = 1 ns, deterministic" if qemu_mode == "icount"
-               else "guest time follows the host clock (MTTCG): not repeatable")
+    if qemu_mode == "icount":
+        out.append("guest time = icount: 1 instruction = 1 ns"
+                   + ("; swap disk I/O completes in host time, so the run repeats only up to disk timing, "
+                      "and disk latency is not modeled" if swap == "disk" else "; deterministic"))
+    else:
+        out.append("guest time follows the host clock (MTTCG): not repeatable")
     return "; ".join(out)
 
 
@@ -225,11 +229,16 @@ def _hops_from_home(con, run_id, r, params) -> dict:
 
 
 def _nodes(con, run_id, r, params, w):
-    used = {x["node"]: x for x in con.execute(
-        "SELECT node, before_kib, after_kib, delta_kib FROM v_node_mem_delta WHERE run_id = ? AND field = 'MemUsed'",
-        (run_id,))}
-    if not used:
+    mem = {}
+    for x in con.execute("SELECT phase, node, field, kib FROM node_mem WHERE run_id = ? AND field IN "
+                         "('MemTotal', 'MemUsed')", (run_id,)):
+        mem[(x["phase"], x["node"], x["field"])] = x["kib"]
+    nodes = sorted({n for (_, n, _) in mem})
+    if not nodes:
         return
+    # "peak": taken by the experiment itself with all its memory mapped;
+    # "after" comes once it has exited and freed it.
+    peak = "peak" if any(p == "peak" for (p, _, _) in mem) else "after"
     minfree = {x["node"]: x["m"] for x in con.execute(
         "SELECT node, MIN(free_kib) AS m FROM node_free WHERE run_id = ? GROUP BY node", (run_id,))}
     ks = {x["node"]: x["d"] for x in con.execute(
@@ -239,22 +248,21 @@ def _nodes(con, run_id, r, params, w):
     for x in con.execute("SELECT node, counter, delta FROM v_numastat_delta WHERE run_id = ?", (run_id,)):
         na.setdefault(x["node"], {})[x["counter"]] = x["delta"]
     hops = _hops_from_home(con, run_id, r, params)
-    total = {x["node"]: x["kib"] for x in con.execute(
-        "SELECT node, kib FROM node_mem WHERE run_id = ? AND phase = 'before' AND field = 'MemTotal'", (run_id,))}
-    w("\nmemory per node (MiB; used = MemUsed before -> after the experiment; min free = lowest MemFree sampled):")
-    w(f"  {'node':>4} {'hops':>4} {'total':>6} {'used before':>11} {'after':>7} {'delta':>7} {'min free':>8} "
-      f"{'numa_hit':>9} {'miss':>6} {'foreign':>7} {'kswapd s':>8}")
+    w(f"\nmemory per node (MiB; used = MemUsed before, at {peak} and after the experiment; "
+      "min free = lowest MemFree sampled; numa counters and kswapd CPU: after - before):")
+    w(f"  {'node':>4} {'hops':>4} {'total':>6} {'before':>7} {peak:>7} {'after':>7} {'min free':>8} "
+      f"{'numa_hit':>9} {'miss':>7} {'foreign':>7} {'kswapd s':>8}")
     quiet = []
-    for n in sorted(used):
-        u = used[n]
-        moved = abs(u["delta_kib"]) > 1024 or ks.get(n, 0) > 0 or na.get(n, {}).get("numa_miss", 0) > 0
-        if not moved and len(used) > 12:
+    for n in nodes:
+        before, top, after = (mem.get((ph, n, "MemUsed")) for ph in ("before", peak, "after"))
+        c = na.get(n, {})
+        moved = abs((top or 0) - (before or 0)) > 1024 or ks.get(n, 0) > 0 or c.get("numa_miss", 0) > 0
+        if not moved and len(nodes) > 12:
             quiet.append(n)
             continue
-        c = na.get(n, {})
-        w(f"  {n:>4} {hops.get(n, ''):>4} {_mib(total.get(n)):>6} {_mib(u['before_kib']):>11} {_mib(u['after_kib']):>7} "
-          f"{u['delta_kib'] / 1024:>+7.1f} {_mib(minfree.get(n)):>8} {c.get('numa_hit', 0):>9} "
-          f"{c.get('numa_miss', 0):>6} {c.get('numa_foreign', 0):>7} {ks.get(n, 0):>8.2f}")
+        w(f"  {n:>4} {hops.get(n, ''):>4} {_mib(mem.get(('before', n, 'MemTotal'))):>6} {_mib(before):>7} "
+          f"{_mib(top):>7} {_mib(after):>7} {_mib(minfree.get(n)):>8} {c.get('numa_hit', 0):>9} "
+          f"{c.get('numa_miss', 0):>7} {c.get('numa_foreign', 0):>7} {ks.get(n, 0):>8.2f}")
     if quiet:
         w(f"  {len(quiet)} other nodes changed by less than 1 MiB, no kswapd time, no numa_miss: {_ranges(quiet)}")
 
