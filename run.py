@@ -88,7 +88,7 @@ def fail(msg: str, code: int = 2) -> "NoReturn":
 def cmd_run(args) -> int:
     import experiments
     import topologies
-    from analysis import db, summary
+    from analysis import db, records, summary
     from configs import qemu
     from images import initramfs, kernel
 
@@ -173,7 +173,7 @@ def cmd_run(args) -> int:
             "boot_wall_s": round(outcome.boot_wall_s, 1) if outcome and outcome.boot_wall_s else None,
             "log_sha256": initramfs.sha256(console) if console.exists() else None,
         }
-        parsed = outcome.parsed if outcome else qemu.rec.parse_bytes(console.read_bytes() if console.exists() else b"")
+        parsed = outcome.parsed if outcome else records.parse_bytes(console.read_bytes() if console.exists() else b"")
         db.finish_run(con, run_id, fields, parsed, topo)
     for err in parsed.errors[:5]:
         print(f"warning: {console}: {err}", file=sys.stderr)
@@ -247,8 +247,8 @@ def cmd_query(argv) -> int:
     from analysis import db, summary
     p = argparse.ArgumentParser(prog="./run.py query", description=(
         "Run read-only SQL on the results database. Tables: runs, records, chunk_times, node_free, node_mem, "
-        "numastat, vmstat, kswapd, metrics, guest_nodes, guest_distances; views: v_runs, v_chunk_cycle, "
-        "v_vmstat_delta, v_node_mem_delta, v_numastat_delta."))
+        "numastat, node_vmstat, vmstat, kswapd, metrics, guest_nodes, guest_distances; views: v_runs, "
+        "v_chunk_cycle, v_vmstat_delta, v_node_mem_delta, v_numastat_delta, v_node_vmstat_delta."))
     p.add_argument("sql", nargs="?", default="SELECT * FROM v_runs ORDER BY id DESC LIMIT 20")
     p.add_argument("--csv", action="store_true", help="print CSV instead of a table")
     p.add_argument("--db", default="results.db")

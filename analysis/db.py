@@ -124,6 +124,14 @@ MIGRATIONS = [
         value INTEGER NOT NULL,
         PRIMARY KEY (run_id, phase, node, counter)
     );
+    CREATE TABLE node_vmstat (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        phase TEXT NOT NULL,
+        node INTEGER NOT NULL,
+        counter TEXT NOT NULL,
+        value INTEGER NOT NULL,
+        PRIMARY KEY (run_id, phase, node, counter)
+    );
     CREATE TABLE vmstat (
         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
         phase TEXT NOT NULL,
@@ -160,6 +168,10 @@ MIGRATIONS = [
     CREATE VIEW v_numastat_delta AS
         SELECT a.run_id, a.node, a.counter, a.value - b.value AS delta
         FROM numastat a JOIN numastat b ON a.run_id = b.run_id AND a.node = b.node AND a.counter = b.counter
+        WHERE a.phase = 'after' AND b.phase = 'before';
+    CREATE VIEW v_node_vmstat_delta AS
+        SELECT a.run_id, a.node, a.counter, a.value - b.value AS delta
+        FROM node_vmstat a JOIN node_vmstat b ON a.run_id = b.run_id AND a.node = b.node AND a.counter = b.counter
         WHERE a.phase = 'after' AND b.phase = 'before';
     CREATE VIEW v_chunk_cycle AS
         SELECT run_id, cycle, COUNT(*) AS chunks, MIN(wall_ms) AS min_ms, AVG(wall_ms) AS avg_ms,
@@ -294,6 +306,10 @@ def ingest(con: sqlite3.Connection, run_id: int, parsed, topo) -> None:
     for r in parsed.of("numastat"):
         for n, counters in enumerate(r.body.get("nodes", [])):
             con.executemany("INSERT OR REPLACE INTO numastat VALUES (?,?,?,?,?)",
+                            [(run_id, r.body.get("phase"), n, k, v) for k, v in counters.items()])
+    for r in parsed.of("nodevmstat"):
+        for n, counters in enumerate(r.body.get("nodes", [])):
+            con.executemany("INSERT OR REPLACE INTO node_vmstat VALUES (?,?,?,?,?)",
                             [(run_id, r.body.get("phase"), n, k, v) for k, v in counters.items()])
     for r in parsed.of("kswapd"):
         tck = r.body.get("clk_tck") or 100

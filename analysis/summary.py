@@ -247,24 +247,29 @@ def _nodes(con, run_id, r, params, w):
     na = {}
     for x in con.execute("SELECT node, counter, delta FROM v_numastat_delta WHERE run_id = ?", (run_id,)):
         na.setdefault(x["node"], {})[x["counter"]] = x["delta"]
+    wr = {x["node"]: x["delta"] for x in con.execute(
+        "SELECT node, delta FROM v_node_vmstat_delta WHERE run_id = ? AND counter = 'nr_vmscan_write'", (run_id,))}
     hops = _hops_from_home(con, run_id, r, params)
     w(f"\nmemory per node (MiB; used = MemUsed before, at {peak} and after the experiment; "
-      "min free = lowest MemFree sampled; numa counters and kswapd CPU: after - before):")
+      "min free = lowest MemFree sampled; numa counters, pages written out by reclaim (swap) and kswapd CPU: "
+      "after - before):")
     w(f"  {'node':>4} {'hops':>4} {'total':>6} {'before':>7} {peak:>7} {'after':>7} {'min free':>8} "
-      f"{'numa_hit':>9} {'miss':>7} {'foreign':>7} {'kswapd s':>8}")
+      f"{'numa_hit':>9} {'miss':>7} {'foreign':>7} {'written':>7} {'kswapd s':>8}")
     quiet = []
     for n in nodes:
         before, top, after = (mem.get((ph, n, "MemUsed")) for ph in ("before", peak, "after"))
         c = na.get(n, {})
-        moved = abs((top or 0) - (before or 0)) > 1024 or ks.get(n, 0) > 0 or c.get("numa_miss", 0) > 0
+        moved = (abs((top or 0) - (before or 0)) > 1024 or ks.get(n, 0) > 0 or c.get("numa_miss", 0) > 0
+                 or wr.get(n, 0) > 0)
         if not moved and len(nodes) > 12:
             quiet.append(n)
             continue
         w(f"  {n:>4} {hops.get(n, ''):>4} {_mib(mem.get(('before', n, 'MemTotal'))):>6} {_mib(before):>7} "
           f"{_mib(top):>7} {_mib(after):>7} {_mib(minfree.get(n)):>8} {c.get('numa_hit', 0):>9} "
-          f"{c.get('numa_miss', 0):>7} {c.get('numa_foreign', 0):>7} {ks.get(n, 0):>8.2f}")
+          f"{c.get('numa_miss', 0):>7} {c.get('numa_foreign', 0):>7} {wr.get(n, 0):>7} {ks.get(n, 0):>8.2f}")
     if quiet:
-        w(f"  {len(quiet)} other nodes changed by less than 1 MiB, no kswapd time, no numa_miss: {_ranges(quiet)}")
+        w(f"  {len(quiet)} other nodes changed by less than 1 MiB, no kswapd time, no numa_miss, nothing written out: "
+          f"{_ranges(quiet)}")
 
 
 def _ranges(nums) -> str:

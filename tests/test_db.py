@@ -59,6 +59,8 @@ garbage @@VMLAB {"type":
 @@VMLAB {"type":"nodemem","phase":"after","nodes":[{"node":0,"MemTotal":60000,"MemUsed":30000},{"node":1,"MemTotal":60000,"MemUsed":25000}]}
 @@VMLAB {"type":"kswapd","phase":"before","clk_tck":100,"kswapd":{"0":0,"1":0}}
 @@VMLAB {"type":"kswapd","phase":"after","clk_tck":100,"kswapd":{"0":150,"1":0}}
+@@VMLAB {"type":"nodevmstat","phase":"before","nodes":[{"nr_vmscan_write":3},{"nr_vmscan_write":0}]}
+@@VMLAB {"type":"nodevmstat","phase":"after","nodes":[{"nr_vmscan_write":10},{"nr_vmscan_write":0}]}
 @@VMLAB {"type":"end","rc":0}
 """
 
@@ -72,7 +74,7 @@ def test_records_land_in_typed_tables(tmp_path):
     db.finish_run(con, rid, {"status": "ok", "wall_s": 3.0}, parsed, topo)
     r = con.execute("SELECT status, ingest_errors FROM runs WHERE id = ?", (rid,)).fetchone()
     assert tuple(r) == ("ok", 1)
-    assert con.execute("SELECT COUNT(*) FROM records WHERE run_id = ?", (rid,)).fetchone()[0] == 10
+    assert con.execute("SELECT COUNT(*) FROM records WHERE run_id = ?", (rid,)).fetchone()[0] == 12
     chunks = con.execute("SELECT chunk, wall_ms, main_node FROM chunk_times ORDER BY chunk").fetchall()
     assert [tuple(c) for c in chunks] == [(0, 5.5, 0), (1, 6.5, 1)]
     d = dict(con.execute("SELECT counter, delta FROM v_vmstat_delta").fetchall())
@@ -83,6 +85,8 @@ def test_records_land_in_typed_tables(tmp_path):
     dist = con.execute("SELECT distance, expected, hops FROM guest_distances WHERE src=0 AND dst=1").fetchone()
     assert tuple(dist) == (13, 13, 1)
     assert con.execute("SELECT COUNT(*) FROM node_free").fetchone()[0] == 4
+    written = dict(con.execute("SELECT node, delta FROM v_node_vmstat_delta WHERE counter = 'nr_vmscan_write'"))
+    assert written == {0: 7, 1: 0}
 
 
 def test_failed_ingest_leaves_status_running_not_half_written(tmp_path):

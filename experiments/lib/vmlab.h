@@ -270,6 +270,11 @@ static void vl_kswapd(vl_buf *b)
 	vl_close(b, '}');
 }
 
+static const char *VL_NODE_VMSTAT[] = {
+	"nr_vmscan_write", "nr_vmscan_immediate_reclaim", "workingset_refault_anon",
+	"workingset_refault_file", "nr_anon_pages", "nr_file_pages", "nr_swapcached", NULL,
+};
+
 static void vl_snapshot(const char *phase)
 {
 	int nodes = vl_nodes();
@@ -291,6 +296,30 @@ static void vl_snapshot(const char *phase)
 	for (int n = 0; n < nodes; n++) {
 		snprintf(p, sizeof p, "/sys/devices/system/node/node%d/numastat", n);
 		vl_kv_file(&b, NULL, p);
+	}
+	vl_close(&b, ']');
+	vl_emit(&b);
+
+	/* Per-node reclaim: pages written out by reclaim on each node (swap,
+	 * for anonymous memory) and refaults; /proc/vmstat's pgscan and
+	 * pgsteal are machine-wide. */
+	b = vl_record("nodevmstat");
+	vl_kstr(&b, "phase", phase);
+	vl_open(&b, "nodes", '[');
+	for (int n = 0; n < nodes; n++) {
+		snprintf(p, sizeof p, "/sys/devices/system/node/node%d/vmstat", n);
+		char *s = vl_slurp(p);
+		vl_open(&b, NULL, '{');
+		for (const char **f = VL_NODE_VMSTAT; *f; f++) {
+			char *at = s ? strstr(s, *f) : NULL;
+			size_t fl = strlen(*f);
+			while (at && !((at == s || at[-1] == '\n') && at[fl] == ' '))
+				at = strstr(at + fl, *f);
+			if (at)
+				vl_kint(&b, *f, atoll(at + fl + 1));
+		}
+		vl_close(&b, '}');
+		free(s);
 	}
 	vl_close(&b, ']');
 	vl_emit(&b);
