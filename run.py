@@ -125,6 +125,7 @@ def cmd_run(args) -> int:
     conf = (f"VMLAB_EXP={exp.name}\nVMLAB_CMD={sh_quote(plan.command)}\n"
             f"VMLAB_ZONE_RECLAIM_MODE={plan.params['zone_reclaim_mode']}\n"
             f"VMLAB_NUMA_BALANCING={plan.params['numa_balancing']}\nVMLAB_THP={plan.params['thp']}\n"
+            f"VMLAB_WATERMARK_BOOST_FACTOR={plan.params['watermark_boost_factor']}\n"
             f"VMLAB_SWAP={'/dev/vda' if swap_img else (f'zram:{swap_mib}' if swap_mib else '')}\n"
             f"VMLAB_SEED={args.seed}\n"
             f"VMLAB_HANG={1 if 'vmlab.hang=1' in args.kernel_append else 0}\n")

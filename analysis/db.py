@@ -276,7 +276,8 @@ def ingest(con: sqlite3.Connection, run_id: int, parsed, topo) -> None:
                 hops = topo.hops[i][j] if i < topo.nodes and j < topo.nodes else -1
                 con.execute("INSERT OR REPLACE INTO guest_distances VALUES (?, ?, ?, ?, ?, ?)",
                             (run_id, i, j, d, exp, hops))
-        for k in ("zone_reclaim_mode", "numa_balancing", "thp", "cpus_online", "release", "cmdline"):
+        for k in ("zone_reclaim_mode", "numa_balancing", "thp", "watermark_boost_factor", "min_free_kbytes",
+                  "cpus_online", "release", "cmdline"):
             if k in b:
                 con.execute("INSERT OR REPLACE INTO metrics (run_id, name, text) VALUES (?, ?, ?)",
                             (run_id, f"guest.{k}", str(b[k])))

@@ -237,8 +237,9 @@ def _nodes(con, run_id, r, params, w):
     if not nodes:
         return
     # "peak": taken by the experiment itself with all its memory mapped;
-    # "after" comes once it has exited and freed it.
-    peak = "peak" if any(p == "peak" for (p, _, _) in mem) else "after"
+    # "after" comes once it has exited and freed it. A failed or aborted run
+    # may have only some of them.
+    phases = [ph for ph in ("before", "peak", "after") if any(p == ph for (p, _, _) in mem)]
     minfree = {x["node"]: x["m"] for x in con.execute(
         "SELECT node, MIN(free_kib) AS m FROM node_free WHERE run_id = ? GROUP BY node", (run_id,))}
     ks = {x["node"]: x["d"] for x in con.execute(
@@ -250,22 +251,23 @@ def _nodes(con, run_id, r, params, w):
     wr = {x["node"]: x["delta"] for x in con.execute(
         "SELECT node, delta FROM v_node_vmstat_delta WHERE run_id = ? AND counter = 'nr_vmscan_write'", (run_id,))}
     hops = _hops_from_home(con, run_id, r, params)
-    w(f"\nmemory per node (MiB; used = MemUsed before, at {peak} and after the experiment; "
+    w(f"\nmemory per node (MiB; used = MemUsed {', '.join(phases)} the experiment; "
       "min free = lowest MemFree sampled; numa counters, pages written out by reclaim (swap) and kswapd CPU: "
       "after - before):")
-    w(f"  {'node':>4} {'hops':>4} {'total':>6} {'before':>7} {peak:>7} {'after':>7} {'min free':>8} "
+    w(f"  {'node':>4} {'hops':>4} {'total':>6} " + "".join(f"{ph:>7} " for ph in phases) + f"{'min free':>8} "
       f"{'numa_hit':>9} {'miss':>7} {'foreign':>7} {'written':>7} {'kswapd s':>8}")
     quiet = []
     for n in nodes:
-        before, top, after = (mem.get((ph, n, "MemUsed")) for ph in ("before", peak, "after"))
+        used = [mem.get((ph, n, "MemUsed")) for ph in phases]
         c = na.get(n, {})
-        moved = (abs((top or 0) - (before or 0)) > 1024 or ks.get(n, 0) > 0 or c.get("numa_miss", 0) > 0
-                 or wr.get(n, 0) > 0)
+        moved = (max(abs((u or 0) - (used[0] or 0)) for u in used) > 1024 or ks.get(n, 0) > 0 or c.get("numa_miss", 0) > 0
+                 or wr.get(n, 0) > 0 or (n in minfree and (mem.get(("before", n, "MemTotal")) or 0)
+                                         - (used[0] or 0) - minfree[n] > 1024))
         if not moved and len(nodes) > 12:
             quiet.append(n)
             continue
-        w(f"  {n:>4} {hops.get(n, ''):>4} {_mib(mem.get(('before', n, 'MemTotal'))):>6} {_mib(before):>7} "
-          f"{_mib(top):>7} {_mib(after):>7} {_mib(minfree.get(n)):>8} {c.get('numa_hit', 0):>9} "
+        w(f"  {n:>4} {hops.get(n, ''):>4} {_mib(mem.get(('before', n, 'MemTotal'))):>6} "
+          + "".join(f"{_mib(u):>7} " for u in used) + f"{_mib(minfree.get(n)):>8} {c.get('numa_hit', 0):>9} "
           f"{c.get('numa_miss', 0):>7} {c.get('numa_foreign', 0):>7} {wr.get(n, 0):>7} {ks.get(n, 0):>8.2f}")
     if quiet:
         w(f"  {len(quiet)} other nodes changed by less than 1 MiB, no kswapd time, no numa_miss, nothing written out: "

@@ -81,6 +81,11 @@ def test_guest_sees_the_torus_and_records_land(small_run):
     assert all(x["wall_ms"] > 0 for x in rows)
     assert {x[0] for x in c.execute("SELECT DISTINCT phase FROM vmstat")} == {"before", "peak", "after"}
     assert "matches the topology" in r.stdout
+    # every VM knob the run set was accepted by the guest, and swap came up
+    steps = dict(c.execute("SELECT name, value FROM metrics WHERE name LIKE 'init.%'").fetchall())
+    assert steps == {f"init.{k}": 1 for k in ("zone_reclaim_mode", "numa_balancing", "thp",
+                                              "watermark_boost_factor", "swapon")}
+    assert c.execute("SELECT text FROM metrics WHERE name = 'guest.thp'").fetchone()[0] == "[always] madvise never"
 
 
 def test_run_row_is_complete_and_traceable(small_run):

@@ -39,6 +39,8 @@ static void machine(void)
 	file_str(&b, "zone_reclaim_mode", "/proc/sys/vm/zone_reclaim_mode");
 	file_str(&b, "numa_balancing", "/proc/sys/kernel/numa_balancing");
 	file_str(&b, "thp", "/sys/kernel/mm/transparent_hugepage/enabled");
+	file_str(&b, "watermark_boost_factor", "/proc/sys/vm/watermark_boost_factor");
+	file_str(&b, "min_free_kbytes", "/proc/sys/vm/min_free_kbytes");
 	file_str(&b, "swaps", "/proc/swaps");
 	vl_kint(&b, "mem_total_kib", vl_meminfo("MemTotal"));
 	vl_kint(&b, "swap_total_kib", vl_meminfo("SwapTotal"));
