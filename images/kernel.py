@@ -232,7 +232,8 @@ def build(cache: Path, v: Variant, jobs: int | None = None) -> Path:
         tail = "".join(log.read_text(errors="replace").splitlines(True)[-15:])
         raise BuildError(f"kernel {v.label()}: build failed, see {log}\n{tail}")
     release = subprocess.run(make + ["-s", "kernelrelease"], env=env, capture_output=True, text=True).stdout.strip()
-    stats[f"{v.arch}-{v.flavor}"] = max(compiled, stats.get(f"{v.arch}-{v.flavor}", 0)) if compiled > 50 else stats.get(f"{v.arch}-{v.flavor}", 0)
+    if compiled > 50:  # a full build; a small incremental one says nothing about the total
+        stats[f"{v.arch}-{v.flavor}"] = compiled
     stats_file.parent.mkdir(parents=True, exist_ok=True)
     stats_file.write_text(json.dumps(stats))
     tmp = out.with_name(out.name + ".partial")
