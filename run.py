@@ -248,8 +248,8 @@ def cmd_query(argv) -> int:
     from analysis import db, summary
     p = argparse.ArgumentParser(prog="./run.py query", description=(
         "Run read-only SQL on the results database. Tables: runs, records, chunk_times, node_free, node_mem, "
-        "numastat, node_vmstat, vmstat, kswapd, metrics, guest_nodes, guest_distances; views: v_runs, "
-        "v_chunk_cycle, v_vmstat_delta, v_node_mem_delta, v_numastat_delta, v_node_vmstat_delta."))
+        "node_stat (numastat and per-node reclaim counters), vmstat, kswapd, metrics, guest_nodes, guest_distances; "
+        "views: v_runs, v_chunk_cycle, v_vmstat_delta, v_node_mem_delta, v_node_stat_delta."))
     p.add_argument("sql", nargs="?", default="SELECT * FROM v_runs ORDER BY id DESC LIMIT 20")
     p.add_argument("--csv", action="store_true", help="print CSV instead of a table")
     p.add_argument("--db", default="results.db")

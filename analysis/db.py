@@ -116,15 +116,7 @@ MIGRATIONS = [
         kib INTEGER NOT NULL,
         PRIMARY KEY (run_id, phase, node, field)
     );
-    CREATE TABLE numastat (
-        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        phase TEXT NOT NULL,
-        node INTEGER NOT NULL,
-        counter TEXT NOT NULL,
-        value INTEGER NOT NULL,
-        PRIMARY KEY (run_id, phase, node, counter)
-    );
-    CREATE TABLE node_vmstat (
+    CREATE TABLE node_stat (
         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
         phase TEXT NOT NULL,
         node INTEGER NOT NULL,
@@ -165,13 +157,9 @@ MIGRATIONS = [
         SELECT a.run_id, a.node, a.field, b.kib AS before_kib, a.kib AS after_kib, a.kib - b.kib AS delta_kib
         FROM node_mem a JOIN node_mem b ON a.run_id = b.run_id AND a.node = b.node AND a.field = b.field
         WHERE a.phase = 'after' AND b.phase = 'before';
-    CREATE VIEW v_numastat_delta AS
+    CREATE VIEW v_node_stat_delta AS
         SELECT a.run_id, a.node, a.counter, a.value - b.value AS delta
-        FROM numastat a JOIN numastat b ON a.run_id = b.run_id AND a.node = b.node AND a.counter = b.counter
-        WHERE a.phase = 'after' AND b.phase = 'before';
-    CREATE VIEW v_node_vmstat_delta AS
-        SELECT a.run_id, a.node, a.counter, a.value - b.value AS delta
-        FROM node_vmstat a JOIN node_vmstat b ON a.run_id = b.run_id AND a.node = b.node AND a.counter = b.counter
+        FROM node_stat a JOIN node_stat b ON a.run_id = b.run_id AND a.node = b.node AND a.counter = b.counter
         WHERE a.phase = 'after' AND b.phase = 'before';
     CREATE VIEW v_chunk_cycle AS
         SELECT run_id, cycle, COUNT(*) AS chunks, MIN(wall_ms) AS min_ms, AVG(wall_ms) AS avg_ms,
@@ -304,13 +292,9 @@ def ingest(con: sqlite3.Connection, run_id: int, parsed, topo) -> None:
             con.executemany("INSERT OR REPLACE INTO node_mem VALUES (?,?,?,?,?)",
                             [(run_id, r.body.get("phase"), nd["node"], k, v)
                              for k, v in nd.items() if k != "node" and isinstance(v, int)])
-    for r in parsed.of("numastat"):
+    for r in parsed.of("nodestat"):
         for n, counters in enumerate(r.body.get("nodes", [])):
-            con.executemany("INSERT OR REPLACE INTO numastat VALUES (?,?,?,?,?)",
-                            [(run_id, r.body.get("phase"), n, k, v) for k, v in counters.items()])
-    for r in parsed.of("nodevmstat"):
-        for n, counters in enumerate(r.body.get("nodes", [])):
-            con.executemany("INSERT OR REPLACE INTO node_vmstat VALUES (?,?,?,?,?)",
+            con.executemany("INSERT OR REPLACE INTO node_stat VALUES (?,?,?,?,?)",
                             [(run_id, r.body.get("phase"), n, k, v) for k, v in counters.items()])
     for r in parsed.of("kswapd"):
         tck = r.body.get("clk_tck") or 100

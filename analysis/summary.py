@@ -246,10 +246,8 @@ def _nodes(con, run_id, r, params, w):
         "SELECT a.node, a.cpu_s - b.cpu_s AS d FROM kswapd a JOIN kswapd b ON a.run_id = b.run_id AND a.node = b.node "
         "WHERE a.run_id = ? AND a.phase = 'after' AND b.phase = 'before'", (run_id,))}
     na = {}
-    for x in con.execute("SELECT node, counter, delta FROM v_numastat_delta WHERE run_id = ?", (run_id,)):
+    for x in con.execute("SELECT node, counter, delta FROM v_node_stat_delta WHERE run_id = ?", (run_id,)):
         na.setdefault(x["node"], {})[x["counter"]] = x["delta"]
-    wr = {x["node"]: x["delta"] for x in con.execute(
-        "SELECT node, delta FROM v_node_vmstat_delta WHERE run_id = ? AND counter = 'nr_vmscan_write'", (run_id,))}
     hops = _hops_from_home(con, run_id, r, params)
     w(f"\nmemory per node (MiB; used = MemUsed {', '.join(phases)} the experiment; "
       "min free = lowest MemFree sampled; numa counters, pages written out by reclaim (swap) and kswapd CPU: "
@@ -261,14 +259,14 @@ def _nodes(con, run_id, r, params, w):
         used = [mem.get((ph, n, "MemUsed")) for ph in phases]
         c = na.get(n, {})
         moved = (max(abs((u or 0) - (used[0] or 0)) for u in used) > 1024 or ks.get(n, 0) > 0 or c.get("numa_miss", 0) > 0
-                 or wr.get(n, 0) > 0 or (n in minfree and (mem.get(("before", n, "MemTotal")) or 0)
+                 or c.get("nr_vmscan_write", 0) > 0 or (n in minfree and (mem.get(("before", n, "MemTotal")) or 0)
                                          - (used[0] or 0) - minfree[n] > 1024))
         if not moved and len(nodes) > 12:
             quiet.append(n)
             continue
         w(f"  {n:>4} {hops.get(n, ''):>4} {_mib(mem.get(('before', n, 'MemTotal'))):>6} "
           + "".join(f"{_mib(u):>7} " for u in used) + f"{_mib(minfree.get(n)):>8} {c.get('numa_hit', 0):>9} "
-          f"{c.get('numa_miss', 0):>7} {c.get('numa_foreign', 0):>7} {wr.get(n, 0):>7} {ks.get(n, 0):>8.2f}")
+          f"{c.get('numa_miss', 0):>7} {c.get('numa_foreign', 0):>7} {c.get('nr_vmscan_write', 0):>7} {ks.get(n, 0):>8.2f}")
     if quiet:
         w(f"  {len(quiet)} other nodes changed by less than 1 MiB, no kswapd time, no numa_miss, nothing written out: "
           f"{_ranges(quiet)}")

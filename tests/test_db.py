@@ -59,8 +59,8 @@ garbage @@VMLAB {"type":
 @@VMLAB {"type":"nodemem","phase":"after","nodes":[{"node":0,"MemTotal":60000,"MemUsed":30000},{"node":1,"MemTotal":60000,"MemUsed":25000}]}
 @@VMLAB {"type":"kswapd","phase":"before","clk_tck":100,"kswapd":{"0":0,"1":0}}
 @@VMLAB {"type":"kswapd","phase":"after","clk_tck":100,"kswapd":{"0":150,"1":0}}
-@@VMLAB {"type":"nodevmstat","phase":"before","nodes":[{"nr_vmscan_write":3},{"nr_vmscan_write":0}]}
-@@VMLAB {"type":"nodevmstat","phase":"after","nodes":[{"nr_vmscan_write":10},{"nr_vmscan_write":0}]}
+@@VMLAB {"type":"nodestat","phase":"before","nodes":[{"numa_miss":0,"nr_vmscan_write":3},{"numa_miss":5,"nr_vmscan_write":0}]}
+@@VMLAB {"type":"nodestat","phase":"after","nodes":[{"numa_miss":0,"nr_vmscan_write":10},{"numa_miss":9,"nr_vmscan_write":0}]}
 @@VMLAB {"type":"end","rc":0}
 """
 
@@ -85,8 +85,10 @@ def test_records_land_in_typed_tables(tmp_path):
     dist = con.execute("SELECT distance, expected, hops FROM guest_distances WHERE src=0 AND dst=1").fetchone()
     assert tuple(dist) == (13, 13, 1)
     assert con.execute("SELECT COUNT(*) FROM node_free").fetchone()[0] == 4
-    written = dict(con.execute("SELECT node, delta FROM v_node_vmstat_delta WHERE counter = 'nr_vmscan_write'"))
+    written = dict(con.execute("SELECT node, delta FROM v_node_stat_delta WHERE counter = 'nr_vmscan_write'"))
     assert written == {0: 7, 1: 0}
+    miss = dict(con.execute("SELECT node, delta FROM v_node_stat_delta WHERE counter = 'numa_miss'"))
+    assert miss == {0: 0, 1: 4}
 
 
 def test_failed_ingest_leaves_status_running_not_half_written(tmp_path):

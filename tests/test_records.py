@@ -40,7 +40,9 @@ def test_guest_probe_output_parses(tmp_path):
     out += subprocess.run([str(exe), "machine"], capture_output=True, text=True, check=True).stdout
     p = R.parse_text(out)
     assert not p.errors
-    assert {r.type for r in p.records} == {"vmstat", "nodemem", "numastat", "nodevmstat", "kswapd", "swap", "machine"}
+    assert {r.type for r in p.records} == {"vmstat", "nodemem", "nodestat", "kswapd", "swap", "machine"}
     assert p.first("vmstat").body["counters"]["pgfault"] > 0
+    node0 = p.first("nodestat").body["nodes"][0]
+    assert "numa_hit" in node0 and "nr_vmscan_write" in node0 and "nr_dirty" not in node0
     m = p.first("machine").body
     assert len(m["distances"]) == len(m["nodes"]) >= 1 and m["distances"][0][0] == 10

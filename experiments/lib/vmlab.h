@@ -161,19 +161,30 @@ static int vl_nodes(void) /* number of possible NUMA nodes that exist */
 	}
 }
 
-/* "key value" lines (vmstat, numastat) as one JSON object */
-static void vl_kv_file(vl_buf *b, const char *k, const char *path)
+/* "key value" lines (vmstat, numastat) as JSON members; `only` (NULL-ended)
+ * keeps just the named keys */
+static void vl_kv_fields(vl_buf *b, const char *path, const char **only)
 {
 	char *s = vl_slurp(path);
-	vl_open(b, k, '{');
 	for (char *line = s ? strtok(s, "\n") : NULL; line; line = strtok(NULL, "\n")) {
 		char name[128];
 		long long v;
-		if (sscanf(line, "%127s %lld", name, &v) == 2)
+		if (sscanf(line, "%127s %lld", name, &v) != 2)
+			continue;
+		const char **f = only;
+		while (f && *f && strcmp(*f, name))
+			f++;
+		if (!only || *f)
 			vl_kint(b, name, v);
 	}
-	vl_close(b, '}');
 	free(s);
+}
+
+static void vl_kv_file(vl_buf *b, const char *k, const char *path)
+{
+	vl_open(b, k, '{');
+	vl_kv_fields(b, path, NULL);
+	vl_close(b, '}');
 }
 
 /* per-node meminfo: "Node 0 MemFree:   1234 kB" */
@@ -290,36 +301,19 @@ static void vl_snapshot(const char *phase)
 	vl_nodemem(&b, nodes);
 	vl_emit(&b);
 
-	b = vl_record("numastat");
+	/* Per-node counters: numastat, plus the node's reclaim counters (pages
+	 * it wrote out, i.e. swapped, for anonymous memory; refaults);
+	 * /proc/vmstat's pgscan and pgsteal are machine-wide. */
+	b = vl_record("nodestat");
 	vl_kstr(&b, "phase", phase);
 	vl_open(&b, "nodes", '[');
 	for (int n = 0; n < nodes; n++) {
-		snprintf(p, sizeof p, "/sys/devices/system/node/node%d/numastat", n);
-		vl_kv_file(&b, NULL, p);
-	}
-	vl_close(&b, ']');
-	vl_emit(&b);
-
-	/* Per-node reclaim: pages written out by reclaim on each node (swap,
-	 * for anonymous memory) and refaults; /proc/vmstat's pgscan and
-	 * pgsteal are machine-wide. */
-	b = vl_record("nodevmstat");
-	vl_kstr(&b, "phase", phase);
-	vl_open(&b, "nodes", '[');
-	for (int n = 0; n < nodes; n++) {
-		snprintf(p, sizeof p, "/sys/devices/system/node/node%d/vmstat", n);
-		char *s = vl_slurp(p);
 		vl_open(&b, NULL, '{');
-		for (const char **f = VL_NODE_VMSTAT; *f; f++) {
-			char *at = s ? strstr(s, *f) : NULL;
-			size_t fl = strlen(*f);
-			while (at && !((at == s || at[-1] == '\n') && at[fl] == ' '))
-				at = strstr(at + fl, *f);
-			if (at)
-				vl_kint(&b, *f, atoll(at + fl + 1));
-		}
+		snprintf(p, sizeof p, "/sys/devices/system/node/node%d/numastat", n);
+		vl_kv_fields(&b, p, NULL);
+		snprintf(p, sizeof p, "/sys/devices/system/node/node%d/vmstat", n);
+		vl_kv_fields(&b, p, VL_NODE_VMSTAT);
 		vl_close(&b, '}');
-		free(s);
 	}
 	vl_close(&b, ']');
 	vl_emit(&b);

@@ -1,7 +1,7 @@
 /*
  * vmlab-probe: what the guest's /init reports around an experiment.
  *   vmlab-probe machine         the machine Linux sees (nodes, CPUs, SLIT, HMAT, sysctls)
- *   vmlab-probe snapshot PHASE  vmstat, per-node memory, numastat, kswapd, swap
+ *   vmlab-probe snapshot PHASE  vmstat, per-node memory and counters, kswapd, swap
  *   vmlab-probe end RC          the experiment's exit status; the host stops waiting
  */
 #include "vmlab.h"
