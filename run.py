@@ -122,15 +122,12 @@ def cmd_run(args) -> int:
         swap_img = rdir / "swap.img"
         with open(swap_img, "wb") as f:
             f.truncate(swap_mib << 20)  # sparse: costs disk only as the guest swaps
+    swap_dev = "/dev/vda" if swap_img else (f"zram:{swap_mib}" if swap_mib else "")
     conf = (f"VMLAB_EXP={exp.name}\nVMLAB_CMD={sh_quote(plan.command)}\n"
-            f"VMLAB_ZONE_RECLAIM_MODE={plan.params['zone_reclaim_mode']}\n"
-            f"VMLAB_NUMA_BALANCING={plan.params['numa_balancing']}\nVMLAB_THP={plan.params['thp']}\n"
-            f"VMLAB_WATERMARK_BOOST_FACTOR={plan.params['watermark_boost_factor']}\n"
-            f"VMLAB_SWAP={'/dev/vda' if swap_img else (f'zram:{swap_mib}' if swap_mib else '')}\n"
-            f"VMLAB_SEED={args.seed}\n"
-            f"VMLAB_HANG={1 if 'vmlab.hang=1' in args.kernel_append else 0}\n")
+            f"VMLAB_SWAP={swap_dev}\nVMLAB_SEED={args.seed}\n")
+    knobs = "".join(f"{name} {path} {value}\n" for name, path, value in plan.knobs())
     initrd = rdir / "initramfs.cpio"
-    initrd.write_bytes(built.initramfs.read_bytes() + initramfs.run_archive(conf))
+    initrd.write_bytes(built.initramfs.read_bytes() + initramfs.run_archive({"run.conf": conf, "knobs": knobs}))
 
     cmd = qemu.command_line(topo, built.kernel_dir / "kernel", initrd, mode=args.qemu_mode, swap_image=swap_img,
                             append=args.kernel_append, hmat=not args.no_hmat, binary=qemu.QEMU[topo.guest_isa])
@@ -150,8 +147,7 @@ def cmd_run(args) -> int:
         "initramfs_sha256": initramfs.sha256(built.initramfs), "engine": "qemu-tcg", "engine_version": qver,
         "qemu_mode": args.qemu_mode, "timing_mode": args.timing, "seed": args.seed,
         "command_line": " ".join(sh_quote(c) for c in cmd), "log_path": str(console),
-        "limitations": summary.limitations(topo, args.qemu_mode, args.timing,
-                                           plan.params["swap"] if swap_mib else "none"),
+        "limitations": summary.limitations(topo, args.qemu_mode, args.timing, swap_dev),
     }
     run_id = db.start_run(con, row)
     print(f"run {run_id}: {topo.name} ({topo.shape()}, {topo.cpus} CPUs, {topo.memory_mib} MiB/node), "

@@ -264,13 +264,10 @@ def ingest(con: sqlite3.Connection, run_id: int, parsed, topo) -> None:
                 hops = topo.hops[i][j] if i < topo.nodes and j < topo.nodes else -1
                 con.execute("INSERT OR REPLACE INTO guest_distances VALUES (?, ?, ?, ?, ?, ?)",
                             (run_id, i, j, d, exp, hops))
-        for k in ("zone_reclaim_mode", "numa_balancing", "thp", "watermark_boost_factor", "min_free_kbytes",
-                  "cpus_online", "release", "cmdline"):
-            if k in b:
-                con.execute("INSERT OR REPLACE INTO metrics (run_id, name, text) VALUES (?, ?, ?)",
-                            (run_id, f"guest.{k}", str(b[k])))
-        con.execute("INSERT OR REPLACE INTO metrics (run_id, name, value, unit) VALUES (?, ?, ?, ?)",
-                    (run_id, "guest.uptime_at_start", float(str(b.get("uptime", "0")).split()[0] or 0), "s"))
+        # every scalar the guest reported about itself (release, sysctls, swaps ...)
+        con.executemany("INSERT OR REPLACE INTO metrics (run_id, name, text) VALUES (?, ?, ?)",
+                        [(run_id, f"guest.{k}", str(v)) for k, v in b.items()
+                         if k != "type" and isinstance(v, (str, int, float))])
     seq = 0
     for r in parsed.of("chunk"):
         b = r.body

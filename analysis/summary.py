@@ -28,7 +28,7 @@ def dumps(obj) -> str:
     return json.dumps(obj, sort_keys=True)
 
 
-def limitations(topo, qemu_mode: str, timing: str, swap: str = "none") -> str:
+def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "") -> str:
     out = [f"memory scaled: {topo.memory_mib} MiB per node stands for {topo.real_memory_gib:g} GiB "
            f"(scale 1/{round(1 / topo.scale)})"]
     if topo.guest_isa != topo.native_isa:
@@ -39,7 +39,7 @@ def limitations(topo, qemu_mode: str, timing: str, swap: str = "none") -> str:
     if qemu_mode == "icount":
         out.append("guest time = icount: 1 instruction = 1 ns"
                    + ("; swap disk I/O completes in host time, so the run repeats only up to disk timing, "
-                      "and disk latency is not modeled" if swap == "disk" else "; deterministic"))
+                      "and disk latency is not modeled" if swap_dev.startswith("/dev/") else "; deterministic"))
     else:
         out.append("guest time follows the host clock (MTTCG): not repeatable")
     return "; ".join(out)

@@ -68,6 +68,7 @@ class Param:
     help: str
     choices: list | None = None
     min: float | None = None
+    knob: str | None = None  # guest file /init writes the value to (a sysctl, a sysfs switch)
 
     def convert(self, raw: str, source: str):
         try:
@@ -139,6 +140,11 @@ class Plan:
     def all_values(self) -> dict:
         return {**self.params, **self.derived}
 
+    def knobs(self) -> list[tuple[str, str, object]]:
+        """(parameter, guest file, value) for every parameter that sets a knob."""
+        ps = self.experiment.params
+        return [(k, ps[k].knob, v) for k, v in self.params.items() if ps[k].knob]
+
 
 def _params(table: dict, path: Path) -> dict[str, Param]:
     out = {}
@@ -148,7 +154,8 @@ def _params(table: dict, path: Path) -> dict[str, Param]:
             raise ExperimentError(f"{path}: field 'params.{name}.type': expected one of {', '.join(TYPES)}, got {t!r}")
         if "default" not in spec:
             raise ExperimentError(f"{path}: field 'params.{name}.default': missing")
-        p = Param(name, t, TYPES[t](spec["default"]), spec.get("help", ""), spec.get("choices"), spec.get("min"))
+        p = Param(name, t, TYPES[t](spec["default"]), spec.get("help", ""), spec.get("choices"), spec.get("min"),
+                  spec.get("knob"))
         out[name] = p
     return out
 

@@ -57,10 +57,11 @@ def base_archive(binaries: dict[str, Path]) -> bytes:
     return cpio(files, devices, DIRS)
 
 
-def run_archive(conf: str) -> bytes:
-    """The per-run part, appended to the cached archive (Linux unpacks
-    concatenated archives in order), so parameters never force a rebuild."""
-    return cpio({"vmlab/run.conf": (0o644, conf.encode())})
+def run_archive(files: dict[str, str]) -> bytes:
+    """The per-run part (files under /vmlab), appended to the cached archive
+    (Linux unpacks concatenated archives in order), so parameters never
+    force a rebuild."""
+    return cpio({f"vmlab/{name}": (0o644, text.encode()) for name, text in files.items()})
 
 
 def sha256(path: Path) -> str:

@@ -20,6 +20,10 @@ def test_overrides_and_their_errors():
     t = T.load("gs1280-8")
     p = e.resolve(t, E.parse_overrides(["chunks=5,cycles=2", "zone_reclaim_mode=5"]))
     assert p.derived["chunks"] == 5 and p.params["cycles"] == 2 and p.params["zone_reclaim_mode"] == 5
+    knobs = {name: (path, value) for name, path, value in p.knobs()}
+    assert knobs["zone_reclaim_mode"] == ("/proc/sys/vm/zone_reclaim_mode", 5)
+    assert knobs["thp"] == ("/sys/kernel/mm/transparent_hugepage/enabled", "always")
+    assert "cycles" not in knobs and "swap" not in knobs
     with pytest.raises(E.ExperimentError, match="unknown parameter 'chunkz'.*expected one of"):
         e.resolve(t, {"chunkz": "3"})
     with pytest.raises(E.ExperimentError, match="'cycles': expected int"):

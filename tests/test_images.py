@@ -37,9 +37,10 @@ def test_cpio_has_console_node_and_is_reproducible(tmp_path):
 
 
 def test_run_archive_appends_a_second_archive():
-    blob = initramfs.run_archive("VMLAB_EXP=memeater\n")
+    blob = initramfs.run_archive({"run.conf": "VMLAB_EXP=memeater\n", "knobs": "thp /sys/x never\n"})
     entries, end = read_cpio(blob)
     assert entries["vmlab/run.conf"][3] == b"VMLAB_EXP=memeater\n"
+    assert entries["vmlab/knobs"][3] == b"thp /sys/x never\n"
 
 
 def test_kernel_key_depends_on_patchset_and_flavor():
