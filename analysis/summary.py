@@ -7,7 +7,7 @@ import io
 import json
 import statistics
 import sys
-import time
+import tomllib
 
 import experiments
 
@@ -137,13 +137,8 @@ def render(con, run_id: int) -> str:
     w(f"\n=== run {run_id}: {r['status'].upper()}  {r['topology']} / {r['experiment']}  ({wall}{boot})")
     if r["reason"]:
         w(f"reason:  {r['reason']}")
-    topo_desc = ""
-    try:
-        import tomllib
-        topo_desc = tomllib.loads(r["topology_toml"]).get("description", "")
-    except Exception:
-        pass
-    w(f"machine: {topo_desc}")
+    # the row keeps the topology file as it was parsed for the run
+    w(f"machine: {tomllib.loads(r['topology_toml']).get('description', '')}")
     w(f"         {r['nodes']} nodes ({r['topology_shape']}), {r['cpus']} CPUs, {r['memory_mib_per_node']} MiB/node "
       f"= {r['nodes'] * r['memory_mib_per_node']} MiB, scale 1/{round(1 / r['scale'])}; guest {r['guest_isa']}"
       + (f" (native {r['native_isa']}, substituted)" if r["guest_isa"] != r["native_isa"] else "")
@@ -301,17 +296,15 @@ def _reclaim(con, run_id, w):
     sb, sa = m.get("swap_used_before"), m.get("swap_used_after")
     peak = con.execute("SELECT MAX(swap_used_kib) FROM chunk_times WHERE run_id = ?", (run_id,)).fetchone()[0]
     w(f"  swap used: {_mib(sb)} MiB before, {_mib(peak)} MiB at peak, {_mib(sa)} MiB after")
-    if peak:
-        seqs = con.execute("SELECT MIN(cycle * 100000 + chunk) FROM chunk_times WHERE run_id = ? AND swap_used_kib > 0",
-                           (run_id,)).fetchone()[0]
-        if seqs is not None:
-            cyc, ch = divmod(seqs, 100000)
-            free = con.execute(
-                "SELECT SUM(free_kib), COUNT(*) FROM node_free WHERE run_id = ? AND cycle = ? AND chunk = ? "
-                "AND free_kib > 16384", (run_id, cyc, ch)).fetchone()
-            w(f"  verdict: SWAPPING began at cycle {cyc}, chunk {ch}, while {free[1]} nodes still had more "
-              f"than 16 MiB free ({_mib(free[0])} MiB in all): the seed's pathology"
-              if free[1] else
-              f"  verdict: swapping began at cycle {cyc}, chunk {ch}, once every node was nearly full (expected)")
-    else:
+    first = con.execute("SELECT cycle, chunk FROM chunk_times WHERE run_id = ? AND swap_used_kib > 0 "
+                        "ORDER BY cycle, chunk LIMIT 1", (run_id,)).fetchone()
+    if first is None:
         w(f"  verdict: no swapping; the working set stayed resident (pswpout {d.get('pswpout', 0)})")
+        return
+    cyc, ch = first
+    free = con.execute("SELECT SUM(free_kib), COUNT(*) FROM node_free WHERE run_id = ? AND cycle = ? AND chunk = ? "
+                       "AND free_kib > 16384", (run_id, cyc, ch)).fetchone()
+    w(f"  verdict: SWAPPING began at cycle {cyc}, chunk {ch}, while {free[1]} nodes still had more "
+      f"than 16 MiB free ({_mib(free[0])} MiB in all): the seed's pathology"
+      if free[1] else
+      f"  verdict: swapping began at cycle {cyc}, chunk {ch}, once every node was nearly full (expected)")

@@ -8,6 +8,7 @@ variants never overwrite each other.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -86,6 +87,7 @@ def fragments(v: Variant) -> list[Path]:
     return frags
 
 
+@functools.lru_cache(maxsize=None)  # key() asks on every call; dpkg-query is a process
 def source_version() -> str:
     """Debian package version of linux-source-6.1 (e.g. 6.1.192-2)."""
     try:
