@@ -30,7 +30,9 @@ def build(cache: Path, variant, arch: str, experiment: str) -> Built:
     print(f"build: kernel {variant.label()}, initramfs {arch}/{experiment} (cache {cache})", flush=True)
     # SCons prints each action it runs (and "... is up to date" otherwise):
     # any other line means something was built.
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+    # From the repo root, with repo-relative paths in every command, so a
+    # second checkout of the same sources finds its guest programs built.
+    p = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
     rebuilt = False
     for line in p.stdout:
         if line.startswith("scons: `") and line.rstrip().endswith("is up to date."):
