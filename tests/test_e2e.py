@@ -15,7 +15,7 @@ import pytest
 import topologies as T
 
 REPO = Path(__file__).resolve().parent.parent
-ENV = dict(os.environ, VMLAB_IN_VENV="1")  # the suite already runs inside the bootstrapped venv
+from conftest import VMLAB_ENV as ENV  # shared, session-wide (cold cache in CI)
 SMALL = ["--topology", "gs1280-8", "--exp", "memeater", "--param", "chunks=6,cycles=2"]
 
 
@@ -36,13 +36,10 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module", autouse=True)
-def build_cache(tmp_path_factory):
-    """In CI (CI=true) the images are built from a cold cache, ccache
-    included, so CI proves a new machine can build them; elsewhere the
-    user's cache keeps local runs quick."""
-    if os.environ.get("CI") == "true":
-        ENV["VMLAB_CACHE"] = str(tmp_path_factory.mktemp("cold-cache"))
-    yield ENV.get("VMLAB_CACHE")
+def build_cache(vmlab_env):
+    """In CI the images are built from a cold cache (conftest.vmlab_env);
+    elsewhere the user's cache keeps local runs quick."""
+    yield vmlab_env.get("VMLAB_CACHE")
 
 
 def test_build_then_warm_build_builds_nothing():
