@@ -61,8 +61,10 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--qemu-mode", default="icount", choices=["icount", "mttcg"],
                    help="icount: deterministic, 1 instruction = 1 ns guest time, pinned clock (default); "
                         "mttcg: multi-threaded TCG, faster, not repeatable")
-    p.add_argument("--timing", default="off", choices=["off"],
-                   help="timing model: off = functional QEMU only (the memory-system model is not built yet)")
+    p.add_argument("--timing", default="off", choices=["off", "fast", "detailed"],
+                   help="memory-system timing model (a QEMU plugin, timing/): off = plain QEMU (default); "
+                        "fast = instruction counts and basic-block vectors; detailed = every data access priced "
+                        "on the topology (caches, directory, hops, queueing; needs --qemu-mode icount)")
     p.add_argument("--no-hmat", action="store_true", help="do not give the guest an ACPI HMAT table")
     p.add_argument("--timeout", type=float, default=None,
                    help="wall seconds the experiment may run after boot (default: from the manifest)")
@@ -91,6 +93,7 @@ def cmd_run(args) -> int:
     from analysis import db, records, summary
     from configs import qemu
     from images import initramfs, kernel
+    import timing
 
     # Everything that can be wrong with the input is checked before the
     # database is touched: bad input leaves no trace there.
@@ -101,10 +104,16 @@ def cmd_run(args) -> int:
         variant = kernel.Variant(topo.guest_isa, args.flavor, args.kernel)
         kernel.check_variant(variant)
         qver = qemu.qemu_version(qemu.QEMU[topo.guest_isa])
-    except (topologies.TopologyError, experiments.ExperimentError, kernel.BuildError, qemu.EngineError) as e:
+        if args.timing != "off":
+            if args.timing == "detailed" and args.qemu_mode != "icount":
+                raise timing.TimingError("--timing detailed: needs --qemu-mode icount (the model is one "
+                                         "serial state, and QEMU 10.0.2 can abort on MMIO addresses under MTTCG)")
+            timing.config_text(topo, args.timing, Path("/dev/null"))  # can the model map this topology?
+    except (topologies.TopologyError, experiments.ExperimentError, kernel.BuildError, qemu.EngineError,
+            timing.TimingError) as e:
         fail(str(e))
 
-    built = build_images(variant, topo.guest_isa, exp.name)
+    built = build_images(variant, topo.guest_isa, exp.name, timing=args.timing != "off")
     kmeta = kernel.load_meta(built.kernel_dir)
 
     dbpath = Path(args.db).resolve()
@@ -129,8 +138,17 @@ def cmd_run(args) -> int:
     initrd = rdir / "initramfs.cpio"
     initrd.write_bytes(built.initramfs.read_bytes() + initramfs.run_archive({"run.conf": conf, "knobs": knobs}))
 
+    plugin = timing_out = None
+    if args.timing != "off":
+        timing_out = rdir / "timing.json"
+        conf_path = rdir / "timing.conf"
+        conf_path.write_text(timing.config_text(topo, args.timing, timing_out, symbols=built.kernel_dir / "System.map",
+                                                bbv_dir=rdir if args.timing == "fast" else None,
+                                                qemu_mode=args.qemu_mode))
+        plugin = (built.plugin, conf_path)
     cmd = qemu.command_line(topo, built.kernel_dir / "kernel", initrd, mode=args.qemu_mode, swap_image=swap_img,
-                            append=args.kernel_append, hmat=not args.no_hmat, binary=qemu.QEMU[topo.guest_isa])
+                            append=args.kernel_append, hmat=not args.no_hmat, binary=qemu.QEMU[topo.guest_isa],
+                            plugin=plugin)
     console, qlog = rdir / "console.log", rdir / "qemu.log"
     boot_to = args.boot_timeout or qemu.boot_timeout_s(topo, args.qemu_mode)
     run_to = args.timeout or plan.timeout_s
@@ -146,6 +164,8 @@ def cmd_run(args) -> int:
         "kernel_config_sha256": kmeta["config_sha256"], "kernel_sha256": kmeta["kernel_sha256"],
         "initramfs_sha256": initramfs.sha256(built.initramfs), "engine": "qemu-tcg", "engine_version": qver,
         "qemu_mode": args.qemu_mode, "timing_mode": args.timing, "seed": args.seed,
+        "timing_plugin": (f"vmlab_timing sha256 {initramfs.sha256(built.plugin)[:12]}, QEMU package "
+                          f"{timing.qemu_package_version()}" if built.plugin else None),
         "command_line": " ".join(sh_quote(c) for c in cmd), "log_path": str(console),
         "limitations": summary.limitations(topo, args.qemu_mode, args.timing, swap_dev),
     }
@@ -171,14 +191,24 @@ def cmd_run(args) -> int:
             "log_sha256": initramfs.sha256(console) if console.exists() else None,
         }
         parsed = outcome.parsed if outcome else records.parse_bytes(console.read_bytes() if console.exists() else b"")
-        db.finish_run(con, run_id, fields, parsed, topo)
+        extra = None
+        if timing_out is not None and timing_out.exists():
+            from analysis import timing as timing_db
+            res = timing.load_results(timing_out)
+            ok, line = timing.map_matches_srat(topo, console.read_text(errors="replace"))
+            extra = lambda c: timing_db.ingest(c, run_id, res, ("" if ok else "MISMATCH: ") + line)  # noqa: E731
+            if not ok:
+                print(f"warning: timing address map: {line}", file=sys.stderr)
+        elif timing_out is not None:
+            print(f"warning: the timing plugin wrote no results ({timing_out}); see {qlog}", file=sys.stderr)
+        db.finish_run(con, run_id, fields, parsed, topo, extra=extra)
     for err in parsed.errors[:5]:
         print(f"warning: {console}: {err}", file=sys.stderr)
     print(summary.render(con, run_id))
     return {"ok": 0, "failed": 1}.get(status, 130)
 
 
-def build_images(variant, arch: str, exp: str):
+def build_images(variant, arch: str, exp: str, timing: bool = False):
     from images import kernel
     import importlib.util
     spec = importlib.util.spec_from_file_location("scons_wrapper", REPO / "scons-wrapper" / "wrapper.py")
@@ -186,7 +216,7 @@ def build_images(variant, arch: str, exp: str):
     sys.modules["scons_wrapper"] = wrapper  # its dataclasses look their module up
     spec.loader.exec_module(wrapper)
     try:
-        return wrapper.build(cache_dir(), variant, arch, exp)
+        return wrapper.build(cache_dir(), variant, arch, exp, timing=timing)
     except (RuntimeError, kernel.BuildError) as e:
         fail(str(e), 1)
 
@@ -273,8 +303,8 @@ def cmd_build(argv) -> int:
         kernel.check_variant(v)
     except (topologies.TopologyError, experiments.ExperimentError, kernel.BuildError) as e:
         fail(str(e))
-    b = build_images(v, topo.guest_isa, a.exp)
-    print(f"kernel:    {b.kernel_dir}\ninitramfs: {b.initramfs}")
+    b = build_images(v, topo.guest_isa, a.exp, timing=a.timing != "off")
+    print(f"kernel:    {b.kernel_dir}\ninitramfs: {b.initramfs}" + (f"\nplugin:    {b.plugin}" if b.plugin else ""))
     return 0
 
 

@@ -170,6 +170,70 @@ MIGRATIONS = [
                kernel_release, qemu_mode, timing_mode, scale, started_at, wall_s, reason
         FROM runs;
     """,
+    # 3: the timing model's results (timing/; analysis/timing.py ingests them)
+    """
+    ALTER TABLE runs ADD COLUMN timing_plugin TEXT;
+    CREATE TABLE timing_run (
+        run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+        mode TEXT NOT NULL, cycle_ps INTEGER, l2_ps INTEGER, ctrl_ps INTEGER, half_hop_ps INTEGER,
+        state_bytes INTEGER, windows INTEGER, unmapped INTEGER, address_map TEXT
+    );
+    CREATE TABLE timing_cpu (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        cpu INTEGER NOT NULL, node INTEGER NOT NULL,
+        insns INTEGER, time_ps INTEGER, stall_ps INTEGER, loads INTEGER, stores INTEGER, atomics INTEGER,
+        l1_hits INTEGER, l2_hits INTEGER, misses INTEGER, remote INTEGER, c2c INTEGER, upgrades INTEGER,
+        invals INTEGER, writebacks INTEGER, lock_xfers INTEGER, lock_ps INTEGER, io INTEGER, mem_ps INTEGER,
+        PRIMARY KEY (run_id, cpu)
+    );
+    CREATE TABLE timing_kind (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        kind TEXT NOT NULL, insns INTEGER, accesses INTEGER, misses INTEGER, remote INTEGER, stall_ps INTEGER,
+        PRIMARY KEY (run_id, kind)
+    );
+    CREATE TABLE timing_matrix (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        cpu_node INTEGER NOT NULL, home_node INTEGER NOT NULL, misses INTEGER NOT NULL, lat_ps INTEGER NOT NULL,
+        PRIMARY KEY (run_id, cpu_node, home_node)
+    );
+    CREATE TABLE timing_hops (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        hops INTEGER NOT NULL, misses INTEGER, lat_ps INTEGER, c2c INTEGER, lock_xfers INTEGER, lock_ps INTEGER,
+        PRIMARY KEY (run_id, hops)
+    );
+    CREATE TABLE timing_latency_hist (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        hops INTEGER NOT NULL, bin_ns INTEGER NOT NULL, count INTEGER NOT NULL,
+        PRIMARY KEY (run_id, hops, bin_ns)
+    );
+    CREATE TABLE timing_symbols (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        symbol TEXT NOT NULL, accesses INTEGER, misses INTEGER, remote INTEGER, stall_ps INTEGER,
+        lock_xfers INTEGER,
+        PRIMARY KEY (run_id, symbol)
+    );
+    CREATE TABLE timing_resources (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        kind TEXT NOT NULL, src INTEGER NOT NULL, dst INTEGER NOT NULL, busy_ps INTEGER NOT NULL,
+        PRIMARY KEY (run_id, kind, src, dst)
+    );
+    CREATE TABLE timing_phases (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        cpu INTEGER NOT NULL, phase_id INTEGER NOT NULL, phase TEXT, instance INTEGER NOT NULL,
+        begin_ps INTEGER, end_ps INTEGER, insns INTEGER, loads INTEGER, stores INTEGER, atomics INTEGER,
+        misses INTEGER, remote INTEGER, stall_ps INTEGER, mem_ps INTEGER, lock_xfers INTEGER, lock_ps INTEGER,
+        PRIMARY KEY (run_id, cpu, phase_id, instance)
+    );
+    -- memeater's chunks: the guest's own clock beside the model's time
+    -- (the guest marks instance = cycle << 32 | chunk)
+    CREATE VIEW v_timing_chunks AS
+        SELECT p.run_id, p.instance >> 32 AS cycle, p.instance & 4294967295 AS chunk, p.cpu,
+               c.wall_ms AS guest_ms, (p.end_ps - p.begin_ps) / 1e9 AS modeled_ms, p.insns, p.misses,
+               p.remote, p.stall_ps / 1e9 AS stall_ms
+        FROM timing_phases p LEFT JOIN chunk_times c
+          ON c.run_id = p.run_id AND c.cycle = p.instance >> 32 AND c.chunk = p.instance & 4294967295
+        WHERE p.phase_id = 1;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -235,13 +299,16 @@ def reap_stale(con: sqlite3.Connection, host: str) -> int:
     return len(stale)
 
 
-def finish_run(con: sqlite3.Connection, run_id: int, fields: dict, parsed, topo) -> None:
-    """Store the records and the final status in one transaction."""
+def finish_run(con: sqlite3.Connection, run_id: int, fields: dict, parsed, topo, extra=None) -> None:
+    """Store the records and the final status in one transaction; `extra(con)`
+    adds more of the run's results (the timing model's) to the same one."""
     sets = ", ".join(f"{k} = ?" for k in fields)
     with con:
         con.execute(f"UPDATE runs SET {sets}, ingest_errors = ? WHERE id = ?",
                     [*fields.values(), len(parsed.errors), run_id])
         ingest(con, run_id, parsed, topo)
+        if extra is not None:
+            extra(con)
 
 
 def ingest(con: sqlite3.Connection, run_id: int, parsed, topo) -> None:

@@ -10,6 +10,7 @@ import sys
 import tomllib
 
 import experiments
+from analysis import timing as timing_summary
 
 VMSTAT_KEYS = [
     ("pgfault", "page faults"), ("pgmajfault", "major faults"),
@@ -36,6 +37,12 @@ def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "") -> str:
     if timing == "off":
         out.append("timing functional only (QEMU TCG, no memory-system model): guest times do not include "
                    "remote-memory or lock latency")
+    else:
+        out.append(f"timing model {timing}: trace-driven, the guest's own clock stays functional (icount) and "
+                   "does not feel modeled latencies; modeled times are reported beside it"
+                   + ("; private L1D/L2, MESI directory, hops and queueing modeled, instruction fetch "
+                      "as L1I hits at 1 instruction per cycle" if timing == "detailed" else
+                      "; instruction counts and basic-block vectors only"))
     if qemu_mode == "icount":
         out.append("guest time = icount: 1 instruction = 1 ns"
                    + ("; swap disk I/O completes in host time, so the run repeats only up to disk timing, "
@@ -145,15 +152,19 @@ def render(con, run_id: int) -> str:
       + f"; topology sha256 {r['topology_sha256'][:12]}")
     w(f"kernel:  Linux {r['kernel_release']} ({r['kernel_source']}), patch set {r['patch_set']}, "
       f"flavor {r['kernel_flavor']}, config sha256 {(r['kernel_config_sha256'] or '')[:12]}")
-    w(f"engine:  QEMU {r['engine_version']} TCG, {r['qemu_mode']} mode, timing model {r['timing_mode']}")
+    w(f"engine:  QEMU {r['engine_version']} TCG, {r['qemu_mode']} mode, timing model {r['timing_mode']}"
+      + (f" ({r['timing_plugin']})" if r["timing_plugin"] else ""))
     shown = {k: v for k, v in params.items() if k != "command"}
     w("params:  " + ", ".join(f"{k}={v}" for k, v in shown.items()))
     w(f"limits:  {r['limitations']}")
     _guest_view(con, run_id, r, w)
     if r["experiment"] == "memeater":
         _memeater(con, run_id, r, params, w)
+    if r["experiment"] == "latprobe":
+        timing_summary.render_latprobe(con, run_id, w)
     _nodes(con, run_id, r, params, w)
     _reclaim(con, run_id, w)
+    timing_summary.render(con, run_id, w)
     if r["ingest_errors"]:
         w(f"records: {r['ingest_errors']} malformed record line(s); see metrics ingest_error_*")
     w(f"log:     {r['log_path']}")

@@ -77,7 +77,9 @@ def numa_args(topo, hmat: bool = True) -> list[str]:
 
 
 def command_line(topo, kernel: Path, initrd: Path, *, mode: str = "icount", swap_image: Path | None = None,
-                 append: str = "", hmat: bool = True, binary: str = "qemu-system-x86_64") -> list[str]:
+                 append: str = "", hmat: bool = True, binary: str = "qemu-system-x86_64",
+                 plugin: tuple[Path, Path] | None = None) -> list[str]:
+    """plugin: (the timing plugin's .so, its config file), or None for plain QEMU."""
     if mode not in MODES:
         raise EngineError(f"--qemu-mode: expected one of {', '.join(MODES)}, got {mode!r}")
     machine = "q35" + (",hmat=on" if hmat else "")
@@ -90,6 +92,8 @@ def command_line(topo, kernel: Path, initrd: Path, *, mode: str = "icount", swap
            "-kernel", str(kernel), "-initrd", str(initrd),
            "-append", ("console=ttyS0 panic=-1 nokaslr mitigations=off " + append).strip()]
     cmd += numa_args(topo, hmat)
+    if plugin is not None:
+        cmd += ["-plugin", f"{plugin[0]},config={plugin[1]}"]
     if swap_image is not None:
         cmd += ["-drive", f"file={swap_image},if=none,format=raw,id=swap,cache=unsafe",
                 "-device", "virtio-blk-pci,drive=swap"]

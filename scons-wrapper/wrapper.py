@@ -16,18 +16,25 @@ class Built:
     kernel_dir: Path
     initramfs: Path
     rebuilt: bool
+    plugin: Path | None = None
 
 
-def build(cache: Path, variant, arch: str, experiment: str) -> Built:
+def build(cache: Path, variant, arch: str, experiment: str, timing: bool = False) -> Built:
     from images import kernel
+    import timing as tm
     kernel.check_variant(variant)
     kdir = kernel.artifact_dir(cache, variant)
     initrd = cache / "initramfs" / f"{arch}-{experiment}.cpio"
     args = [sys.executable, "-m", "SCons", "-f", str(HERE / "SConstruct"), "-Q",
             f"repo={REPO}", f"cache={cache}", f"kernels={variant.arch}/{variant.flavor}/{variant.patchset}",
             f"experiments={arch}/{experiment}"]
+    plugin = None
+    if timing:
+        plugin = tm.plugin_path(cache)
+        args.append(f"timing={plugin}")
     cache.mkdir(parents=True, exist_ok=True)
-    print(f"build: kernel {variant.label()}, initramfs {arch}/{experiment} (cache {cache})", flush=True)
+    print(f"build: kernel {variant.label()}, initramfs {arch}/{experiment}"
+          f"{', timing plugin' if timing else ''} (cache {cache})", flush=True)
     # SCons prints each action it runs (and "... is up to date" otherwise):
     # any other line means something was built.
     # From the repo root, with repo-relative paths in every command, so a
@@ -43,4 +50,4 @@ def build(cache: Path, variant, arch: str, experiment: str) -> Built:
         raise RuntimeError(f"build failed (scons exit status {p.returncode}); see the messages above")
     if not rebuilt:
         print("build: up to date, nothing built", flush=True)
-    return Built(kdir, initrd, rebuilt)
+    return Built(kdir, initrd, rebuilt, plugin)

@@ -121,6 +121,23 @@ static void vl_emit(vl_buf *b)
 }
 
 /* ---- clocks -------------------------------------------------------------- */
+/* Phase markers for the timing model (timing/plugin.c): the model reports
+ * modeled time, misses and lock transfers per phase and CPU. On x86 the
+ * marker is `xchg %bx,%bx`, a no-op, with rax = 'VML' << 8 | op, rdi = phase
+ * id, rsi = instance; the plugin reads the registers there. Elsewhere (and
+ * with the model off) it costs nothing and means nothing. Ids: timing.PHASES. */
+enum { VL_PHASE_MEMEATER_CHUNK = 1, VL_PHASE_LATPROBE_CHASE = 2, VL_PHASE_LATPROBE_PINGPONG = 3 };
+static inline void vl_phase_mark(unsigned op, unsigned long id, unsigned long instance)
+{
+#if defined(__x86_64__)
+	__asm__ volatile("xchg %%bx, %%bx" : : "a"((0x564d4cul << 8) | op), "D"(id), "S"(instance) : "memory");
+#else
+	(void)op; (void)id; (void)instance;
+#endif
+}
+static inline void vl_phase_begin(unsigned long id, unsigned long instance) { vl_phase_mark(1, id, instance); }
+static inline void vl_phase_end(unsigned long id, unsigned long instance) { vl_phase_mark(2, id, instance); }
+
 static double vl_now_ms(clockid_t c)
 {
 	struct timespec ts;

@@ -1,0 +1,266 @@
+/*
+ * latprobe: the guest measures the topology through the timing model.
+ *
+ * For every distance class seen from the probing CPU's node (the guest's own
+ * SLIT), the lowest-numbered node at that distance is probed twice:
+ *  - a pointer chase: a random cyclic permutation over the cache lines of a
+ *    buffer bound to that node (mbind), far larger than the caches, walked
+ *    lap after lap inside one timing phase. A cyclic walk over more lines
+ *    than an LRU set holds misses every time, so the model's phase time per
+ *    load is its memory latency for that hop count.
+ *  - a lock ping-pong: two threads, on the probing CPU and on a CPU of that
+ *    node, take turns incrementing a shared counter with compare-and-swap;
+ *    every increment moves the counter's line between their caches.
+ * The guest's own clock is functional (icount); the figures that mean
+ * something are the model's phase times, which the host joins by phase id
+ * and instance (= the probed node).
+ */
+#include "vmlab.h"
+#include <getopt.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#define MPOL_BIND 2
+
+static long opt(const char *s, const char *name)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (*end || v < 0) {
+		fprintf(stderr, "latprobe: --%s expects a non-negative integer, got '%s'\n", name, s);
+		exit(2);
+	}
+	return v;
+}
+
+static int pin(int cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof set, &set);
+}
+
+static void *node_alloc(size_t size, int node)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	unsigned long mask[4] = {0};
+	mask[node / 64] = 1ul << (node % 64);
+	if (syscall(SYS_mbind, p, size, MPOL_BIND, mask, 256ul, 0ul))
+		perror("latprobe: mbind");
+	memset(p, 1, size);  /* fault every page in on the bound node */
+	return p;
+}
+
+/* share of sampled pages that really are on `node` (move_pages, query mode) */
+static double on_node(char *p, size_t size, int node)
+{
+	enum { N = 64 };
+	void *pages[N];
+	int status[N], hit = 0;
+	for (int i = 0; i < N; i++)
+		pages[i] = p + (size / N) * i;
+	if (syscall(SYS_move_pages, 0, N, pages, NULL, status, 0))
+		return -1;
+	for (int i = 0; i < N; i++)
+		hit += status[i] == node;
+	return (double)hit / N;
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t xorshift(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static void *chase(void **p, long n)
+{
+	for (long i = 0; i < n; i += 8) {
+		p = *p; p = *p; p = *p; p = *p;
+		p = *p; p = *p; p = *p; p = *p;
+	}
+	return p;
+}
+
+static volatile long *counter;
+static long increments;
+
+struct turn { int cpu, side; unsigned long instance; int ran_on, pinned; };
+
+static void *player(void *arg)
+{
+	struct turn *t = arg;
+	t->pinned = pin(t->cpu) == 0;
+	t->ran_on = sched_getcpu();
+	vl_phase_begin(VL_PHASE_LATPROBE_PINGPONG, t->instance);
+	for (long k = 0; k < increments; k++) {
+		long want = 2 * k + t->side;
+		for (;;) {
+			long e = want;
+			if (__atomic_compare_exchange_n(counter, &e, want + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+				break;
+#if defined(__x86_64__)
+			__builtin_ia32_pause();  /* also lets QEMU's round-robin run the other vCPU */
+#endif
+		}
+	}
+	vl_phase_end(VL_PHASE_LATPROBE_PINGPONG, t->instance);
+	return NULL;
+}
+
+static int first_cpu_of(int node, int not_cpu)
+{
+	char path[96];
+	snprintf(path, sizeof path, "/sys/devices/system/node/node%d/cpulist", node);
+	char *s = vl_slurp(path);
+	if (!s)
+		return -1;
+	int found = -1;
+	for (char *q = s; *q && found < 0;) {  /* "a-b,c,..." */
+		long a = strtol(q, &q, 10), b = a;
+		if (*q == '-')
+			b = strtol(q + 1, &q, 10);
+		for (long c = a; c <= b; c++)
+			if (c != not_cpu) { found = (int)c; break; }
+		if (*q == ',')
+			q++;
+		else if (*q != '-' && !(*q >= '0' && *q <= '9'))
+			break;
+	}
+	free(s);
+	return found;
+}
+
+int main(int argc, char **argv)
+{
+	long cpu = 0, buf_mib = 16, laps = 2;
+	increments = 2000;
+	static struct option lo[] = {
+		{"cpu", 1, 0, 'c'}, {"buf-mib", 1, 0, 'b'}, {"laps", 1, 0, 'l'}, {"increments", 1, 0, 'i'}, {0, 0, 0, 0},
+	};
+	int o;
+	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (o) {
+		case 'c': cpu = opt(optarg, "cpu"); break;
+		case 'b': buf_mib = opt(optarg, "buf-mib"); break;
+		case 'l': laps = opt(optarg, "laps"); break;
+		case 'i': increments = opt(optarg, "increments"); break;
+		default: return 2;
+		}
+	}
+	if (!buf_mib || !laps) {
+		fprintf(stderr, "latprobe: --buf-mib and --laps must be positive\n");
+		return 2;
+	}
+	if (pin((int)cpu)) {
+		perror("latprobe: sched_setaffinity");
+		return 1;
+	}
+	unsigned gcpu = 0, home = 0;
+	syscall(SYS_getcpu, &gcpu, &home, NULL);
+	int nodes = vl_nodes();
+
+	/* distance classes from our node: the guest's own SLIT row */
+	char path[96];
+	snprintf(path, sizeof path, "/sys/devices/system/node/node%u/distance", home);
+	char *row = vl_slurp(path);
+	int dist[256], nd = 0;
+	for (char *q = row; q && *q && nd < 256;) {
+		char *e;
+		long v = strtol(q, &e, 10);
+		if (e == q)
+			break;
+		dist[nd++] = (int)v;
+		q = e;
+	}
+	free(row);
+	int target[256], nt = 0;
+	for (int n = 0; n < nd && n < nodes; n++) {
+		int seen = 0;
+		for (int k = 0; k < nt; k++)
+			seen |= dist[target[k]] == dist[n];
+		if (!seen)
+			target[nt++] = n;
+	}
+
+	size_t size = (size_t)buf_mib << 20, lines = size / 64;
+	uint32_t *order = malloc(lines * sizeof *order);
+	for (int k = 0; k < nt; k++) {
+		int node = target[k];
+		char *buf = node_alloc(size, node);
+		if (!buf) {
+			perror("latprobe: mmap");
+			return 1;
+		}
+		/* Sattolo's shuffle: one cycle through every line */
+		for (size_t i = 0; i < lines; i++)
+			order[i] = (uint32_t)i;
+		for (size_t i = lines - 1; i > 0; i--) {
+			size_t j = xorshift() % i;
+			uint32_t t = order[i]; order[i] = order[j]; order[j] = t;
+		}
+		for (size_t i = 0; i < lines; i++)
+			*(void **)(buf + (size_t)order[i] * 64) = buf + (size_t)order[(i + 1) % lines] * 64;
+		void **p = (void **)(buf + (size_t)order[0] * 64);
+		p = chase(p, (long)lines);  /* warm-up lap: TLB and caches in steady state */
+		long loads = laps * (long)(lines & ~7ul);
+		double t0 = vl_now_ms(CLOCK_MONOTONIC);
+		vl_phase_begin(VL_PHASE_LATPROBE_CHASE, (unsigned long)node);
+		p = chase(p, loads);
+		vl_phase_end(VL_PHASE_LATPROBE_CHASE, (unsigned long)node);
+		double t1 = vl_now_ms(CLOCK_MONOTONIC);
+		vl_buf b = vl_record("chase");
+		vl_kint(&b, "cpu", gcpu);
+		vl_kint(&b, "home", home);
+		vl_kint(&b, "node", node);
+		vl_kint(&b, "distance", dist[node]);
+		vl_kint(&b, "loads", loads);
+		vl_kint(&b, "buf_mib", buf_mib);
+		vl_kdbl(&b, "on_node", on_node(buf, size, node));
+		vl_kdbl(&b, "guest_ms", t1 - t0);
+		vl_kint(&b, "end", (long long)(uintptr_t)p & 1);  /* keeps the walk live */
+		vl_emit(&b);
+		munmap(buf, size);
+
+		/* ping-pong with a CPU of that node (another CPU of ours for the local class) */
+		int partner = first_cpu_of(node, (int)gcpu);
+		if (partner < 0 || increments == 0)
+			continue;
+		long *line = node_alloc(4096, (int)home);
+		counter = line;
+		*counter = 0;
+		struct turn a = {(int)gcpu, 0, (unsigned long)node}, c = {partner, 1, (unsigned long)node};
+		pthread_t th;
+		t0 = vl_now_ms(CLOCK_MONOTONIC);
+		pthread_create(&th, NULL, player, &c);
+		player(&a);
+		pthread_join(th, NULL);
+		t1 = vl_now_ms(CLOCK_MONOTONIC);
+		pin((int)gcpu);
+		b = vl_record("pingpong");
+		vl_kint(&b, "cpu", gcpu);
+		vl_kint(&b, "partner", partner);
+		vl_kint(&b, "partner_ran_on", c.ran_on);
+		vl_kint(&b, "partner_pinned", c.pinned);
+		vl_kint(&b, "home", home);
+		vl_kint(&b, "node", node);
+		vl_kint(&b, "distance", dist[node]);
+		vl_kint(&b, "increments", 2 * increments);
+		vl_kint(&b, "final", *counter);
+		vl_kdbl(&b, "guest_ms", t1 - t0);
+		vl_emit(&b);
+		munmap(line, 4096);
+	}
+	vl_buf b = vl_record("latprobe_done");
+	vl_kint(&b, "classes", nt);
+	vl_emit(&b);
+	return 0;
+}

@@ -1,0 +1,333 @@
+"""Timing stage: the memory-system model that QEMU loads as a TCG plugin.
+
+This module is its host side: it writes the plugin's config from a
+topology (CPU -> node, the guest-physical address map, hops, link routes,
+caches, latencies, bandwidths, clock), fetches QEMU's plugin header for the
+build, reads the results the plugin writes at exit, and states the model's
+formulas so tests can check the plugin against them.
+
+Modes: off (plain QEMU), fast (instruction counts, basic-block vectors,
+phases), detailed (every data access priced).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SOURCES = [HERE / "model.c", HERE / "model.h", HERE / "plugin.c"]
+MODES = ("off", "fast", "detailed")
+MAX_CPUS = 62          # model.c: a directory entry holds 62 sharer bits
+GRANULE = 2 << 20      # model.c: the address map's granule
+KERNEL_BASE = {"x86_64": 0xFFFF800000000000, "alpha": 0xFFFFFC0000000000}
+# phase ids the guest uses (experiments/lib/vmlab.h)
+PHASES = {1: "memeater.chunk", 2: "latprobe.chase", 3: "latprobe.pingpong"}
+
+
+class TimingError(RuntimeError):
+    pass
+
+
+# --- the guest-physical address map --------------------------------------------
+def address_map(topo) -> list[tuple[int, int, int, int]]:
+    """(start, end, node, ram_offset) per contiguous range of guest-physical
+    memory. QEMU places node memory back to back in command-line order in
+    one RAM block; q35 maps its first part below 4 GiB (all of it up to
+    2.75 GiB of RAM, else the first 2 GiB) and the rest from 4 GiB up."""
+    total = topo.total_memory_mib << 20
+    lowmem = 0x80000000 if total >= 0xB0000000 else 0xB0000000
+    below = min(total, lowmem)
+    out = []
+    off = 0
+    for n in range(topo.nodes):
+        size = topo.memory_mib << 20
+        lo, hi = off, off + size
+        if lo < below:  # the part below the PCI hole
+            out.append((lo, min(hi, below), n, lo))
+        if hi > below:  # the part above 4 GiB
+            s = max(lo, below)
+            out.append((s - below + (1 << 32), hi - below + (1 << 32), n, s))
+        off = hi
+    return out
+
+
+def check_address_map(topo) -> None:
+    for start, end, node, off in address_map(topo):
+        if (start | end | off) % GRANULE:
+            raise TimingError(f"{topo.path}: field 'nodes.memory_mib': expected a multiple of 2 MiB for the "
+                              f"timing model's address map (node {node} spans {start:#x}-{end:#x})")
+
+
+SRAT = re.compile(r"ACPI: SRAT: Node (\d+) PXM \d+ \[mem (0x[0-9a-f]+)-(0x[0-9a-f]+)\]")
+
+
+def srat_ranges(console: str) -> dict[int, list[tuple[int, int]]]:
+    """Per node, the memory ranges the guest's SRAT lines report (holes below
+    1 MiB, like the 640 KiB-1 MiB legacy hole, merged away)."""
+    per: dict[int, list[tuple[int, int]]] = {}
+    for m in SRAT.finditer(console):
+        per.setdefault(int(m.group(1)), []).append((int(m.group(2), 16), int(m.group(3), 16) + 1))
+    return {n: _merge(r) for n, r in per.items()}
+
+
+def _merge(ranges):
+    out = []
+    for s, e in sorted(ranges):
+        if out and s - out[-1][1] < (1 << 20):
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
+
+
+def map_matches_srat(topo, console: str) -> tuple[bool, str]:
+    """Does the derived address map agree with what the guest's firmware
+    tables told Linux? Returns (ok, one line)."""
+    seen = srat_ranges(console)
+    if not seen:
+        return False, "no SRAT memory lines on the console"
+    want: dict[int, list] = {}
+    for s, e, n, _ in address_map(topo):
+        want.setdefault(n, []).append((s, e))
+    want = {n: _merge(r) for n, r in want.items()}
+    for n in sorted(set(want) | set(seen)):
+        if want.get(n) != seen.get(n):
+            w = ", ".join(f"{s:#x}-{e - 1:#x}" for s, e in want.get(n, []))
+            g = ", ".join(f"{s:#x}-{e - 1:#x}" for s, e in seen.get(n, []))
+            return False, f"node {n}: model maps [{w}], guest SRAT says [{g}]"
+    return True, f"{len(want)} nodes, {sum(len(r) for r in want.values())} ranges agree with the guest's SRAT"
+
+
+# --- links and routes --------------------------------------------------------------
+def links_and_routes(topo) -> tuple[list[tuple[int, int]], dict[tuple[int, int], list[int]]]:
+    """Directed links, and for every node pair the links a message crosses:
+    dimension-order routing on the torus (first dimension first, the shorter
+    way round, ties the positive way), shortest paths between sockets."""
+    n = topo.nodes
+    links: list[tuple[int, int]] = []
+    index: dict[tuple[int, int], int] = {}
+
+    def link(a, b):
+        if (a, b) not in index:
+            index[(a, b)] = len(links)
+            links.append((a, b))
+        return index[(a, b)]
+
+    routes: dict[tuple[int, int], list[int]] = {}
+    if topo.kind == "torus":
+        from topologies import torus_coords
+        dims = topo.dims
+
+        def node_of(c):
+            v = 0
+            for x, d in zip(c, dims):
+                v = v * d + x
+            return v
+
+        for a in range(n):
+            for b in range(n):
+                cur, dst = list(torus_coords(a, dims)), torus_coords(b, dims)
+                path = []
+                for k, d in enumerate(dims):
+                    fwd = (dst[k] - cur[k]) % d
+                    step = 1 if fwd <= d - fwd else -1
+                    while cur[k] != dst[k]:
+                        here = node_of(cur)
+                        cur[k] = (cur[k] + step) % d
+                        path.append(link(here, node_of(cur)))
+                routes[(a, b)] = path
+    else:
+        from collections import deque
+        adj = [[] for _ in range(n)]
+        for a, b in topo.links:
+            adj[a].append(b)
+            adj[b].append(a)
+        for s in range(n):
+            prev = {s: None}
+            q = deque([s])
+            while q:
+                u = q.popleft()
+                for v in sorted(adj[u]):
+                    if v not in prev:
+                        prev[v] = u
+                        q.append(v)
+            for t in range(n):
+                hops = []
+                v = t
+                while prev.get(v) is not None:
+                    hops.append((prev[v], v))
+                    v = prev[v]
+                routes[(s, t)] = [link(a, b) for a, b in reversed(hops)]
+    for (a, b), path in routes.items():
+        if len(path) != topo.hops[a][b]:
+            raise TimingError(f"{topo.path}: route {a}->{b} has {len(path)} links, the hop matrix says "
+                              f"{topo.hops[a][b]}")
+    return links, routes
+
+
+# --- the plugin's config ----------------------------------------------------------
+def kernel_symbol(system_map: Path, name: str) -> int | None:
+    for line in Path(system_map).read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[2] == name:
+            return int(parts[0], 16)
+    return None
+
+
+def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir: Path | None = None,
+                interval: int = 100_000_000, qemu_mode: str = "icount") -> str:
+    if mode not in ("fast", "detailed"):
+        raise TimingError(f"--timing: expected one of {', '.join(MODES)}, got {mode!r}")
+    if topo.cpus > MAX_CPUS:
+        raise TimingError(f"{topo.path}: {topo.cpus} CPUs; the timing model's directory holds at most {MAX_CPUS}")
+    check_address_map(topo)
+    caches = {c.name: c for c in topo.caches}
+    for name in ("l1d", "l2"):
+        if name not in caches:
+            raise TimingError(f"{topo.path}: field 'caches.{name}': expected a cache for the timing model")
+    l1, l2 = caches["l1d"], caches["l2"]
+    if l1.line_bytes != l2.line_bytes:
+        raise TimingError(f"{topo.path}: field 'caches.l2.line_bytes': expected the L1D's line size")
+    lines = ["vmlab-timing 1", f"mode {mode}", f"out {out}", f"isa {topo.guest_isa}",
+             f"kernel_base {KERNEL_BASE[topo.guest_isa]:#x}",
+             f"cpus {topo.cpus}", f"nodes {topo.nodes}", f"clock_ghz {topo.clock_ghz}",
+             f"line_bytes {l1.line_bytes}",
+             f"l1d {l1.size_kib * 1024} {l1.ways} {l1.latency_cycles}",
+             f"l2 {l2.size_kib * 1024} {l2.ways} {l2.latency_cycles}",
+             f"local_ns {topo.local_latency_ns}", f"hop_ns {topo.hop_latency_ns}",
+             f"mem_bw_gbps {topo.memory_bandwidth_gbps}", f"link_bw_gbps {topo.link_bandwidth_gbps}"]
+    if symbols:
+        lines.append(f"symbols {symbols}")
+        # Round-robin TCG (icount) reports the translating vCPU to callbacks;
+        # the plugin then tells the running one by its per-CPU base (plugin.c).
+        pco = kernel_symbol(symbols, "__per_cpu_offset") if topo.guest_isa == "x86_64" else None
+        if qemu_mode == "icount" and pco is not None and topo.cpus > 1:
+            lines += ["vcpu_id percpu", f"percpu_offset {pco:#x}"]
+    if bbv_dir:
+        lines += [f"bbv_dir {bbv_dir}", f"interval {interval}"]
+    for n in range(topo.nodes):
+        lines += [f"cpu_node {c} {n}" for c in topo.node_cpus(n)]
+    lines += [f"hops {i} " + " ".join(map(str, row)) for i, row in enumerate(topo.hops)]
+    links, routes = links_and_routes(topo)
+    lines.append(f"links {len(links)}")
+    lines += [f"link {i} {a} {b}" for i, (a, b) in enumerate(links)]
+    lines += [f"route {a} {b} " + " ".join(map(str, p)) for (a, b), p in sorted(routes.items()) if p]
+    lines += [f"range {s:#x} {e:#x} {n} {o:#x}" for s, e, n, o in address_map(topo)]
+    return "\n".join(lines) + "\n"
+
+
+# --- the model's formulas (what tests check the plugin against) -------------------
+def cycle_ps(topo) -> int:
+    return int(1000.0 / topo.clock_ghz + 0.5)
+
+
+def l2_ps(topo) -> int:
+    return next(c for c in topo.caches if c.name == "l2").latency_cycles * cycle_ps(topo)
+
+
+def memory_ns(topo, cpu_node: int, home: int) -> float:
+    """Load-to-use latency of a miss served by memory, without queueing."""
+    return topo.local_latency_ns + topo.hops[cpu_node][home] * topo.hop_latency_ns
+
+
+def c2c_ns(topo, req: int, home: int, owner: int) -> float:
+    """A line owned by another cache: requester -> home -> owner -> requester."""
+    half = int(topo.hop_latency_ns * 500 + 0.5)
+    ctrl = int(topo.local_latency_ns * 1000 + 0.5) - l2_ps(topo)
+    legs = topo.hops[req][home] + topo.hops[home][owner] + topo.hops[owner][req]
+    return (2 * l2_ps(topo) + ctrl + legs * half) / 1000.0
+
+
+# --- the plugin build -----------------------------------------------------------------
+def qemu_package_version(binary_package: str = "qemu-system-x86") -> str:
+    r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", binary_package], capture_output=True, text=True)
+    if r.returncode or not r.stdout.strip():
+        raise TimingError(f"{binary_package} is not installed: `apt-get install -t bookworm-backports "
+                          f"{binary_package}`")
+    return r.stdout.strip()
+
+
+APT_SRC = "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] " \
+          "http://deb.debian.org/debian bookworm-backports main\n"
+
+
+def plugin_header(cache: Path, version: str | None = None, log=print) -> Path:
+    """QEMU's qemu-plugin.h for the installed QEMU, from Debian's source
+    package of the same version (no binary package carries it). Uses a
+    private apt source list and lists directory, so the system's apt config
+    is not touched; only the upstream tarball is needed (the backports .dsc
+    and .debian.tar answer 404), and apt checks it against the signed
+    Sources index. Cached per version."""
+    version = version or qemu_package_version()
+    safe = re.sub(r"[^A-Za-z0-9.+~-]", "_", version)
+    dst = cache / "qemu-plugin-header" / safe
+    if (dst / "qemu-plugin.h").is_file():
+        return dst
+    work = cache / "qemu-plugin-header" / (safe + ".work")
+    shutil.rmtree(work, ignore_errors=True)
+    (work / "lists" / "partial").mkdir(parents=True)
+    (work / "sources.list").write_text(APT_SRC)
+    opts = ["-o", f"Dir::Etc::SourceList={work / 'sources.list'}", "-o", "Dir::Etc::SourceParts=/nonexistent",
+            "-o", f"Dir::State::Lists={work / 'lists'}"]
+    log(f"  timing: fetching QEMU {version} source (its plugin header) with apt-get source ...")
+    r = subprocess.run(["apt-get", "-q", *opts, "update"], capture_output=True, text=True)
+    if r.returncode:
+        raise TimingError(f"apt-get update (deb-src bookworm-backports) failed: {r.stderr.strip()[-300:]}")
+    uris = subprocess.run(["apt-get", *opts, "source", "--print-uris", f"qemu={version}"], cwd=work,
+                          capture_output=True, text=True)
+    orig = [ln.split() for ln in uris.stdout.splitlines() if ".orig.tar" in ln and ln.startswith("'")]
+    if not orig:
+        raise TimingError(f"the qemu {version} source package is not in bookworm-backports' Sources "
+                          f"(apt-get source --print-uris: {uris.stderr.strip()[-200:]}); install the QEMU "
+                          f"version backports carries: `apt-get install -t bookworm-backports qemu-system-x86`")
+    name, want_sha = orig[0][1], orig[0][3].split(":", 1)[1]
+    subprocess.run(["apt-get", *opts, "source", "--download-only", f"qemu={version}"], cwd=work,
+                   capture_output=True, text=True)  # fails on the missing .dsc; the tarball is what we need
+    tar = work / name
+    if not tar.is_file():
+        raise TimingError(f"apt-get source did not download {name}; check that deb.debian.org is reachable")
+    h = hashlib.sha256()
+    with open(tar, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    if h.hexdigest() != want_sha:
+        raise TimingError(f"{tar}: SHA256 {h.hexdigest()} does not match the Sources index ({want_sha})")
+    with tarfile.open(tar) as t:
+        member = next((m for m in t if m.name.endswith("/include/qemu/qemu-plugin.h")), None)
+        if member is None:
+            raise TimingError(f"{tar}: has no include/qemu/qemu-plugin.h")
+        data = t.extractfile(member).read()
+    dst.mkdir(parents=True, exist_ok=True)
+    (dst / "qemu-plugin.h.partial").write_bytes(data)
+    (dst / "qemu-plugin.h.partial").rename(dst / "qemu-plugin.h")
+    shutil.rmtree(work, ignore_errors=True)
+    return dst
+
+
+def plugin_api_version(header_dir: Path) -> int:
+    m = re.search(r"#define QEMU_PLUGIN_VERSION (\d+)", (header_dir / "qemu-plugin.h").read_text())
+    return int(m.group(1)) if m else 0
+
+
+def plugin_path(cache: Path, version: str | None = None) -> Path:
+    version = version or qemu_package_version()
+    safe = re.sub(r"[^A-Za-z0-9.+~-]", "_", version)
+    return cache / "timing" / safe / "libvmlab_timing.so"
+
+
+def model_lib_path(cache: Path) -> Path:
+    """The model alone as a shared library, for tests that drive it directly."""
+    return cache / "timing" / "libvmlab_model.so"
+
+
+# --- results ----------------------------------------------------------------------------
+def load_results(path: Path) -> dict:
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise TimingError(f"{path}: cannot read the timing results: {e}") from None

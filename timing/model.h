@@ -1,0 +1,70 @@
+/* vmlab memory-system timing model: prices guest memory accesses on a
+ * simulated topology (private L1D/L2 per CPU, a full-map MESI directory at
+ * each line's home node, torus or socket hops, DRAM per node, queueing on
+ * links and memory controllers). Pure C with no QEMU dependency, so it can
+ * be driven by the QEMU plugin (plugin.c) or by a test harness.
+ *
+ * Deterministic: the same access sequence gives the same figures. Single
+ * writer: the caller serialises accesses (QEMU's round-robin TCG under
+ * -icount does).
+ */
+#ifndef VMLAB_MODEL_H
+#define VMLAB_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define VM_F_WRITE  1u   /* store */
+#define VM_F_ATOMIC 2u   /* read-modify-write (lock prefix, xchg, ll/sc): needs the line exclusive */
+#define VM_F_KERNEL 4u   /* executed by kernel code */
+#define VM_F_USER   8u   /* executed by user code (neither: firmware / decompressor at boot) */
+
+/* Execution kinds for the user/kernel split. */
+enum { VM_BOOT = 0, VM_KERNEL = 1, VM_USER = 2, VM_KINDS = 3 };
+
+/* Reserved symbol indices; kernel text symbols follow. */
+enum { VM_SYM_BOOT = 0, VM_SYM_USER = 1, VM_SYM_KERNEL_OTHER = 2, VM_SYM_FIRST = 3 };
+
+/* Phase markers (the guest's magic instruction carries one of these). */
+enum { VM_PHASE_BEGIN = 1, VM_PHASE_END = 2 };
+
+typedef struct model model_t;
+
+/* Reads the run's config (see timing/config.py for the format). On error
+ * returns NULL and writes one line into err. */
+model_t *vm_model_new(const char *config_path, char *err, size_t errlen);
+void vm_model_free(model_t *m);
+
+int vm_ncpus(const model_t *m);
+int vm_mode_detailed(const model_t *m);   /* 0: fast (counts + BBVs only) */
+uint64_t vm_kernel_base(const model_t *m);
+
+/* Symbol of a kernel text address (VM_SYM_KERNEL_OTHER if none). */
+uint32_t vm_symbol(const model_t *m, uint64_t vaddr);
+
+/* n instructions executed by cpu, of kind VM_BOOT/KERNEL/USER. */
+void vm_insns(model_t *m, int cpu, uint32_t n, int kind);
+
+/* One data access; returns the modeled stall in picoseconds beyond the
+ * instruction's own cycle (0 for an L1 hit). Accesses outside every node's
+ * memory are counted and cost nothing. */
+uint64_t vm_access(model_t *m, int cpu, uint64_t paddr, unsigned flags, uint32_t sym);
+
+/* Count an access that went to MMIO (no home node). */
+void vm_io_access(model_t *m, int cpu);
+
+/* Guest phase marker on cpu: op VM_PHASE_BEGIN / VM_PHASE_END. */
+void vm_phase(model_t *m, int cpu, int op, uint64_t id, uint64_t instance);
+
+/* Modeled time of a cpu so far, in picoseconds. */
+uint64_t vm_cpu_time_ps(const model_t *m, int cpu);
+
+/* Writes every result as JSON to the config's `out` path (or to path if
+ * not NULL). Returns 0 on success. */
+int vm_write_results(model_t *m, const char *path);
+
+/* Bytes of model state allocated (caches, directory, tables), and bytes of
+ * the directory actually touched so far (it is allocated lazily). */
+size_t vm_state_bytes(const model_t *m);
+
+#endif

@@ -1,0 +1,358 @@
+/* vmlab timing plugin for QEMU 10 (plugin API 4): feeds the guest's
+ * instruction stream and data accesses into the timing model (model.c).
+ *
+ *   -plugin libvmlab_timing.so,config=PATH
+ *
+ * fast:     instruction counts per CPU and kind, basic-block vectors, phases
+ * detailed: the above plus every data access priced by the model
+ *
+ * Callbacks only, no inline scoreboards: per-vCPU inline counters corrupt
+ * execution under -icount with several vCPUs in QEMU 10.0.2. The vCPU index
+ * always comes from the callback. User vs kernel is decided by the
+ * instruction's virtual address (the 10.0 API does not expose the MMU
+ * index): at or above the kernel's base it is kernel code; below it, user
+ * code, except before the first kernel instruction ran (firmware and the
+ * kernel decompressor run at low addresses too): that is `boot`.
+ *
+ * Which vCPU runs: QEMU 10.0.2 bakes the *translating* vCPU's index into a
+ * block's callbacks as a constant whenever TCG is not parallel
+ * (gen_cpu_index() in accel/tcg/plugin-gen.c), and -icount always runs the
+ * vCPUs round-robin on one thread: a block translated by CPU 0 and run by
+ * CPU 5 reports CPU 0. So under icount (`vcpu_id percpu`) the plugin finds
+ * the running vCPU itself, once per block: the x86-64 kernel keeps each
+ * CPU's per-CPU base in GS (in KERNEL_GS while user code runs), and the
+ * guest's __per_cpu_offset[] says which CPU owns which base. Memory and
+ * marker callbacks then use that CPU: round-robin runs one vCPU at a time.
+ */
+#include <glib.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <qemu-plugin.h>
+
+#include "model.h"
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
+
+/* x86 phase marker: `xchg %bx,%bx` (66 87 db, a no-op) with
+ * rax = 'VML' << 8 | op, rdi = phase id, rsi = instance. */
+#define MAGIC_TAG 0x564d4cull
+
+typedef struct {
+    uint32_t n, kind, bb;
+} tbinfo_t;
+
+typedef struct {
+    uint64_t *cnt;      /* per basic block: instructions this interval */
+    uint32_t cap;
+    uint32_t *touched;
+    uint32_t ntouched, tcap;
+    uint64_t insns;     /* this interval */
+    FILE *f;
+} bbv_t;
+
+static model_t *M;
+static int detailed, is_x86, is_alpha;
+static volatile int kernel_seen;
+static uint64_t kernel_base, interval = 100000000;
+static char bbv_dir[4096];
+static bbv_t *bbv;
+static GMutex lock;                      /* translation-time tables only */
+static GHashTable *bb_ids;
+static uint32_t next_bb = 1;             /* SimPoint numbers blocks from 1 */
+static struct qemu_plugin_register *r_rax, *r_rdi, *r_rsi, *r_gs, *r_kgs;
+static int vcpu_by_percpu;               /* find the running vCPU from GS (see above) */
+static uint64_t percpu_offset_addr;      /* &__per_cpu_offset[0] in the guest kernel */
+static uint64_t *percpu_base;            /* per vCPU: its per-CPU base, once known */
+static uint64_t last_gs, last_miss_gs = 1;
+static int last_cpu, cur_cpu;
+static uint64_t unidentified;            /* blocks whose vCPU could not be told */
+static GByteArray *regbuf;
+
+/* --- basic-block vectors (SimPoint .bb format, one file per vCPU) ------------ */
+static void bbv_flush(unsigned vcpu) {
+    bbv_t *b = &bbv[vcpu];
+    if (!b->ntouched) return;
+    if (!b->f) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/bbv.cpu%u.bb", bbv_dir, vcpu);
+        b->f = fopen(path, "w");
+    }
+    if (b->f) {
+        fputc('T', b->f);
+        for (uint32_t i = 0; i < b->ntouched; i++) {
+            uint32_t id = b->touched[i];
+            fprintf(b->f, ":%u:%" PRIu64 " ", id, b->cnt[id]);
+            b->cnt[id] = 0;
+        }
+        fputc('\n', b->f);
+    }
+    b->ntouched = 0;
+    b->insns = 0;
+}
+
+static inline void bbv_count(unsigned vcpu, const tbinfo_t *t) {
+    bbv_t *b = &bbv[vcpu];
+    if (t->bb >= b->cap) {  /* grown by this vCPU's own thread only */
+        uint32_t ncap = b->cap ? b->cap : 4096;
+        while (ncap <= t->bb) ncap *= 2;
+        b->cnt = realloc(b->cnt, ncap * sizeof(uint64_t));
+        memset(b->cnt + b->cap, 0, (ncap - b->cap) * sizeof(uint64_t));
+        b->cap = ncap;
+    }
+    if (!b->cnt[t->bb]) {
+        if (b->ntouched == b->tcap) {
+            b->tcap = b->tcap ? 2 * b->tcap : 1024;
+            b->touched = realloc(b->touched, b->tcap * sizeof(uint32_t));
+        }
+        b->touched[b->ntouched++] = t->bb;
+    }
+    b->cnt[t->bb] += t->n;
+    if ((b->insns += t->n) >= interval) bbv_flush(vcpu);
+}
+
+/* --- execution callbacks ------------------------------------------------------- */
+static inline int running_vcpu(unsigned int reported);
+
+static void tb_exec(unsigned int vcpu, void *ud) {
+    const tbinfo_t *t = ud;
+    cur_cpu = running_vcpu(vcpu);
+    vm_insns(M, cur_cpu, t->n, (int)t->kind);
+    if (bbv) bbv_count((unsigned)cur_cpu, t);
+}
+
+static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *ud) {
+    uintptr_t u = (uintptr_t)ud;
+    if (vcpu_by_percpu) vcpu = (unsigned)cur_cpu;
+    struct qemu_plugin_hwaddr *hw = qemu_plugin_get_hwaddr(info, vaddr);
+    if (!hw || qemu_plugin_hwaddr_is_io(hw)) {
+        vm_io_access(M, (int)vcpu);
+        return;
+    }
+    unsigned flags = (unsigned)(u & 15);
+    if (qemu_plugin_mem_is_store(info)) flags |= VM_F_WRITE;
+    vm_access(M, (int)vcpu, qemu_plugin_hwaddr_phys_addr(hw), flags, (uint32_t)(u >> 4));
+}
+
+static uint64_t read_reg(struct qemu_plugin_register *r) {
+    uint64_t v = 0;
+    g_byte_array_set_size(regbuf, 0);
+    int n = qemu_plugin_read_register(r, regbuf);
+    if (n > 0) memcpy(&v, regbuf->data, n < 8 ? (size_t)n : 8);  /* x86 is little-endian, like the host */
+    return v;
+}
+
+/* Re-reads __per_cpu_offset[] from guest memory (CPUs come up one by one). */
+static void learn_percpu(void) {
+    int n = vm_ncpus(M);
+    GByteArray *b = g_byte_array_new();
+    if (qemu_plugin_read_memory_vaddr(percpu_offset_addr, b, (size_t)n * 8) && b->len >= (guint)n * 8)
+        memcpy(percpu_base, b->data, (size_t)n * 8);
+    g_byte_array_free(b, TRUE);
+}
+
+/* The vCPU running this block: see the comment at the top. */
+static inline int running_vcpu(unsigned int reported) {
+    if (!vcpu_by_percpu) return (int)reported;
+    uint64_t gs = read_reg(r_gs);
+    if (gs < kernel_base) gs = read_reg(r_kgs);  /* user code: the kernel's base is parked in KERNEL_GS */
+    if (gs == last_gs) return last_cpu;
+    if (gs < kernel_base) {  /* before per-CPU setup: early boot runs on the boot CPU, or on a CPU coming up */
+        unidentified++;
+        return (int)reported;
+    }
+    int n = vm_ncpus(M);
+    for (int pass = 0; pass < 2; pass++) {
+        for (int c = 0; c < n; c++)
+            if (percpu_base[c] == gs) {
+                last_gs = gs;
+                last_cpu = c;
+                return c;
+            }
+        if (pass || gs == last_miss_gs) break;
+        last_miss_gs = gs;  /* re-read once per unknown base, not once per block */
+        learn_percpu();
+    }
+    unidentified++;
+    return (int)reported;
+}
+
+static void magic(unsigned int vcpu, void *ud) {
+    (void)ud;
+    if (!r_rax) return;
+    uint64_t rax = read_reg(r_rax);
+    if ((rax >> 8) != MAGIC_TAG) return;
+    if (vcpu_by_percpu) vcpu = (unsigned)cur_cpu;
+    vm_phase(M, (int)vcpu, (int)(rax & 0xff), read_reg(r_rdi), read_reg(r_rsi));
+}
+
+/* --- translation ----------------------------------------------------------------- */
+/* Lock operations: x86 lock-prefixed instructions and xchg with memory;
+ * Alpha load-locked / store-conditional. */
+static int is_atomic(const uint8_t *b, size_t n) {
+    if (is_alpha && n == 4) {
+        unsigned op = b[3] >> 2;
+        return op == 0x2a || op == 0x2b || op == 0x2e || op == 0x2f;
+    }
+    if (!is_x86) return 0;
+    size_t i = 0;
+    int lock = 0;
+    for (; i < n; i++) {
+        uint8_t c = b[i];
+        if (c == 0xf0) lock = 1;
+        else if (!(c == 0xf2 || c == 0xf3 || c == 0x2e || c == 0x36 || c == 0x3e || c == 0x26 || c == 0x64 ||
+                   c == 0x65 || c == 0x66 || c == 0x67))
+            break;
+    }
+    if (lock) return 1;
+    if (i < n && b[i] >= 0x40 && b[i] <= 0x4f) i++;  /* REX */
+    if (i + 1 < n && (b[i] == 0x86 || b[i] == 0x87)) return (b[i + 1] >> 6) != 3;  /* xchg r, m */
+    return 0;
+}
+
+static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
+    (void)id;
+    uint64_t pc = qemu_plugin_tb_vaddr(tb);
+    size_t n = qemu_plugin_tb_n_insns(tb);
+    tbinfo_t *t = g_new0(tbinfo_t, 1);  /* lives as long as QEMU may run the block */
+    t->n = (uint32_t)n;
+    if (pc >= kernel_base) {
+        t->kind = VM_KERNEL;
+        kernel_seen = 1;
+    } else {
+        t->kind = kernel_seen ? VM_USER : VM_BOOT;
+    }
+    if (bbv) {
+        uint64_t key = pc ^ ((uint64_t)n << 56);
+        g_mutex_lock(&lock);
+        gpointer v = g_hash_table_lookup(bb_ids, &key);
+        if (!v) {
+            uint64_t *k = g_new(uint64_t, 1);
+            *k = key;
+            v = GUINT_TO_POINTER(next_bb++);
+            g_hash_table_insert(bb_ids, k, v);
+        }
+        g_mutex_unlock(&lock);
+        t->bb = GPOINTER_TO_UINT(v);
+    }
+    qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, vcpu_by_percpu ? QEMU_PLUGIN_CB_R_REGS : QEMU_PLUGIN_CB_NO_REGS,
+                                         t);
+    for (size_t i = 0; i < n; i++) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+        uint8_t bytes[16];
+        size_t len = qemu_plugin_insn_data(insn, bytes, sizeof bytes);
+        if (is_x86 && len == 3 && bytes[0] == 0x66 && bytes[1] == 0x87 && bytes[2] == 0xdb)
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, magic, QEMU_PLUGIN_CB_R_REGS, NULL);
+        if (!detailed) continue;
+        uint64_t va = qemu_plugin_insn_vaddr(insn);
+        unsigned flags;
+        uint32_t sym;
+        if (va >= kernel_base) {
+            flags = VM_F_KERNEL;
+            sym = vm_symbol(M, va);
+        } else {
+            flags = t->kind == VM_USER ? VM_F_USER : 0;
+            sym = t->kind == VM_USER ? VM_SYM_USER : VM_SYM_BOOT;
+        }
+        if (is_atomic(bytes, len)) flags |= VM_F_ATOMIC;
+        /* userdata carries the symbol and flags itself: nothing to allocate */
+        qemu_plugin_register_vcpu_mem_cb(insn, mem_access, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW,
+                                         (void *)(((uintptr_t)sym << 4) | flags));
+    }
+}
+
+static void vcpu_init(qemu_plugin_id_t id, unsigned int vcpu) {
+    (void)id;
+    (void)vcpu;
+    if (!is_x86 || r_rax) return;
+    GArray *regs = qemu_plugin_get_registers();
+    for (guint i = 0; regs && i < regs->len; i++) {
+        qemu_plugin_reg_descriptor *d = &g_array_index(regs, qemu_plugin_reg_descriptor, i);
+        if (!strcmp(d->name, "rax")) r_rax = d->handle;
+        else if (!strcmp(d->name, "rdi")) r_rdi = d->handle;
+        else if (!strcmp(d->name, "rsi")) r_rsi = d->handle;
+        else if (!strcmp(d->name, "gs_base")) r_gs = d->handle;
+        else if (!strcmp(d->name, "k_gs_base")) r_kgs = d->handle;
+    }
+    if (regs) g_array_free(regs, TRUE);
+    if (vcpu_by_percpu && !(r_gs && r_kgs)) {
+        fprintf(stderr, "vmlab-timing: gs_base/k_gs_base not readable: per-CPU figures follow QEMU's "
+                        "(translating) vCPU index\n");
+        vcpu_by_percpu = 0;
+    }
+    if (!(r_rax && r_rdi && r_rsi)) {
+        r_rax = NULL;
+        fprintf(stderr, "vmlab-timing: rax/rdi/rsi not readable; phase markers are ignored\n");
+    }
+}
+
+static void at_exit(qemu_plugin_id_t id, void *ud) {
+    (void)id;
+    (void)ud;
+    if (bbv)
+        for (int c = 0; c < vm_ncpus(M); c++) {
+            bbv_flush((unsigned)c);
+            if (bbv[c].f) fclose(bbv[c].f);
+        }
+    if (unidentified) fprintf(stderr, "vmlab-timing: %" PRIu64 " blocks ran before their vCPU could be told\n",
+                              unidentified);
+    if (vm_write_results(M, NULL)) fprintf(stderr, "vmlab-timing: cannot write the results\n");
+}
+
+static int read_plugin_keys(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char line[4200], key[64], val[4096];
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "%63s %4095s", key, val) == 2) {
+            if (!strcmp(key, "bbv_dir")) snprintf(bbv_dir, sizeof bbv_dir, "%s", val);
+            else if (!strcmp(key, "interval")) interval = strtoull(val, NULL, 10);
+            else if (!strcmp(key, "vcpu_id")) vcpu_by_percpu = !strcmp(val, "percpu");
+            else if (!strcmp(key, "percpu_offset")) percpu_offset_addr = strtoull(val, NULL, 16);
+        }
+    fclose(f);
+    return 0;
+}
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc, char **argv) {
+    const char *config = NULL;
+    for (int i = 0; i < argc; i++)
+        if (!strncmp(argv[i], "config=", 7)) config = argv[i] + 7;
+    if (!config) {
+        fprintf(stderr, "vmlab-timing: missing argument config=PATH\n");
+        return -1;
+    }
+    if (!info->system_emulation) {
+        fprintf(stderr, "vmlab-timing: needs system emulation (qemu-system-*)\n");
+        return -1;
+    }
+    is_x86 = !strcmp(info->target_name, "x86_64");
+    is_alpha = !strcmp(info->target_name, "alpha");
+    char err[1024] = "";
+    M = vm_model_new(config, err, sizeof err);
+    if (!M) {
+        fprintf(stderr, "vmlab-timing: %s\n", err);
+        return -1;
+    }
+    if (vm_ncpus(M) != info->system.smp_vcpus) {
+        fprintf(stderr, "vmlab-timing: %s: cpus %d, but QEMU runs %d vCPUs\n", config, vm_ncpus(M),
+                info->system.smp_vcpus);
+        return -1;
+    }
+    detailed = vm_mode_detailed(M);
+    kernel_base = vm_kernel_base(M);
+    read_plugin_keys(config);
+    if (vcpu_by_percpu && (!is_x86 || !percpu_offset_addr)) vcpu_by_percpu = 0;  /* x86-64 kernels only */
+    percpu_base = calloc(vm_ncpus(M), sizeof(uint64_t));
+    regbuf = g_byte_array_new();
+    if (bbv_dir[0] && interval) {
+        bbv = calloc(vm_ncpus(M), sizeof(bbv_t));
+        bb_ids = g_hash_table_new(g_int64_hash, g_int64_equal);
+    }
+    qemu_plugin_register_vcpu_init_cb(id, vcpu_init);
+    qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
+    qemu_plugin_register_atexit_cb(id, at_exit, NULL);
+    return 0;
+}
