@@ -1,0 +1,193 @@
+"""The timing model alone (timing/model.c as a shared library, driven with
+ctypes): known access sequences give known hits, misses, transfers and
+latencies, from the formulas the topology implies."""
+import ctypes
+import json
+import subprocess
+
+import pytest
+
+import timing as T
+import topologies
+
+R, W, A = 0, 1, 2  # read, write (VM_F_WRITE), atomic (VM_F_ATOMIC)
+USER = 8
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    out = tmp_path_factory.mktemp("model") / "libvmlab_model.so"
+    subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-o", str(out),
+                    str(T.HERE / "model.c")], check=True)
+    lib = ctypes.CDLL(str(out))
+    lib.vm_model_new.restype = ctypes.c_void_p
+    lib.vm_model_new.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+    lib.vm_access.restype = ctypes.c_uint64
+    lib.vm_access.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint, ctypes.c_uint32]
+    lib.vm_insns.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_int]
+    lib.vm_phase.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64]
+    lib.vm_write_results.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+    lib.vm_symbol.restype = ctypes.c_uint32
+    lib.vm_symbol.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
+    lib.vm_cpu_time_ps.restype = ctypes.c_uint64
+    lib.vm_cpu_time_ps.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    lib.vm_model_free.argtypes = [ctypes.c_void_p]
+    return lib
+
+
+class Model:
+    def __init__(self, lib, tmp, topo, symbols=None, text=None):
+        self.lib, self.topo, self.out = lib, topo, tmp / "out.json"
+        cfg = tmp / "timing.conf"
+        cfg.write_text(text if text is not None else T.config_text(topo, "detailed", self.out, symbols=symbols))
+        err = ctypes.create_string_buffer(1024)
+        self.m = lib.vm_model_new(str(cfg).encode(), err, 1024)
+        self.err = err.value.decode()
+
+    def access(self, cpu, pa, flags=R, sym=1):
+        return self.lib.vm_access(self.m, cpu, pa, flags | USER, sym) / 1000.0  # ns
+
+    def results(self):
+        assert self.lib.vm_write_results(self.m, None) == 0
+        return json.loads(self.out.read_text())
+
+    def close(self):
+        if self.m:
+            self.lib.vm_model_free(self.m)
+
+
+@pytest.fixture
+def gs8(lib, tmp_path):
+    m = Model(lib, tmp_path, topologies.load("gs1280-8"))
+    assert m.m, m.err
+    yield m
+    m.close()
+
+
+def node_addr(topo, node, offset=0):
+    start, _, n, _ = next(r for r in T.address_map(topo) if r[2] == node)
+    return start + offset
+
+
+def test_local_miss_then_l1_hit_then_l2_hit(gs8):
+    t = gs8.topo
+    a = node_addr(t, 0, 1 << 20)
+    assert gs8.access(0, a) == pytest.approx(t.local_latency_ns, abs=0.01)   # cold miss: load-to-use latency
+    assert gs8.access(0, a + 8) == 0                                           # same line: L1 hit
+    # push the line out of the 2-way L1 (same L1 set, 32 KiB apart) but not out of the 7-way L2
+    l1 = next(c for c in t.caches if c.name == "l1d")
+    stride = l1.size_kib * 1024 // l1.ways
+    for k in (1, 2):
+        gs8.access(0, a + k * stride)
+    assert gs8.access(0, a) == pytest.approx(T.l2_ps(t) / 1000.0)
+    r = gs8.results()["cpus"][0]
+    assert (r["misses"], r["l1_hits"], r["l2_hits"]) == (3, 1, 1)
+
+
+@pytest.mark.parametrize("home", range(8))
+def test_remote_miss_costs_the_topology_latency_for_its_hops(lib, tmp_path, home):
+    t = topologies.load("gs1280-8")
+    m = Model(lib, tmp_path, t)
+    try:
+        got = m.access(0, node_addr(t, home, 4096))
+        assert got == pytest.approx(t.latency_ns(0, home), abs=0.01)
+        hops = m.results()["hops"]
+        assert [(h["hops"], h["misses"]) for h in hops] == [(t.hops[0][home], 1)]
+    finally:
+        m.close()
+
+
+def test_line_written_by_one_cpu_and_read_by_another_costs_the_transfer_formula(gs8):
+    t = gs8.topo
+    a = node_addr(t, 2, 8192)            # home: node 2
+    gs8.access(0, a, W)                   # CPU 0 (node 0) owns it modified
+    got = gs8.access(6, a)                # CPU 6 (node 6) reads: requester -> home -> owner -> requester
+    assert got == pytest.approx(T.c2c_ns(t, 6, 2, 0), abs=0.01)
+    legs = t.hops[6][2] + t.hops[2][0] + t.hops[0][6]
+    assert got == pytest.approx(t.local_latency_ns + T.l2_ps(t) / 1000 + legs * t.hop_latency_ns / 2, abs=0.01)
+    assert gs8.access(0, a) == 0          # the owner kept a shared copy
+    res = gs8.results()
+    c0 = res["cpus"][0]
+    assert res["cpus"][6]["c2c"] == 1 and c0["writebacks"] == 1  # dirty data went home as it was shared
+
+
+def test_write_to_a_shared_line_invalidates_the_other_sharers(gs8):
+    t = gs8.topo
+    a = node_addr(t, 0, 1 << 16)
+    for c in (0, 1, 3):
+        gs8.access(c, a)                  # three sharers
+    gs8.access(0, a, W)                   # upgrade: the others are invalidated
+    c0 = gs8.results()["cpus"][0]
+    assert (c0["upgrades"], c0["invals"]) == (1, 2)
+    assert gs8.access(1, a) == pytest.approx(T.c2c_ns(t, 1, 0, 0), abs=0.01)  # CPU 1 must fetch it again
+
+
+def test_lock_transfers_are_counted_by_distance(gs8):
+    t = gs8.topo
+    a = node_addr(t, 0, 1 << 18)
+    gs8.access(0, a, A)
+    for _ in range(5):                    # ping-pong between node 0 and node 6 (3 hops)
+        gs8.access(6, a, A)
+        gs8.access(0, a, A)
+    gs8.access(0, a, A)                   # already owned: no transfer
+    res = gs8.results()
+    locks = {h["hops"]: h["lock_xfers"] for h in res["hops"] if h["lock_xfers"]}
+    assert locks == {0: 1, 3: 10}
+    assert res["cpus"][0]["lock_xfers"] == 6 and res["cpus"][6]["lock_xfers"] == 5
+    per = {h["hops"]: h["lock_ps"] / h["lock_xfers"] / 1000 for h in res["hops"] if h["lock_xfers"]}
+    assert per[3] == pytest.approx(T.c2c_ns(t, 6, 0, 0), abs=0.5)
+
+
+def test_phases_report_modeled_time_and_misses_per_cpu(gs8):
+    t = gs8.topo
+    lib, m = gs8.lib, gs8.m
+    lib.vm_phase(m, 0, 1, 7, 3)
+    lib.vm_insns(m, 0, 100, 2)
+    for k in range(10):
+        gs8.access(0, node_addr(t, 1, k * 4096))
+    lib.vm_phase(m, 0, 2, 7, 3)
+    ph = gs8.results()["phases"]
+    assert len(ph) == 1 and (ph[0]["id"], ph[0]["instance"], ph[0]["misses"], ph[0]["insns"]) == (7, 3, 10, 100)
+    want_ps = 100 * T.cycle_ps(t) + 10 * int(round(t.latency_ns(0, 1) * 1000))
+    assert ph[0]["end_ps"] - ph[0]["begin_ps"] == pytest.approx(want_ps, rel=0.01)
+
+
+def test_cyclic_walk_larger_than_l2_always_misses(gs8):
+    t = gs8.topo
+    l2 = next(c for c in t.caches if c.name == "l2")
+    lines = 4 * l2.size_kib * 1024 // 64
+    base = node_addr(t, 3)
+    for lap in range(2):
+        for i in range(lines):
+            gs8.access(0, base + ((i * 7919) % lines) * 64)
+    c0 = gs8.results()["cpus"][0]
+    assert c0["misses"] == 2 * lines and c0["l2_hits"] == 0
+
+
+def test_kernel_symbols_attribute_misses(lib, tmp_path):
+    smap = tmp_path / "System.map"
+    smap.write_text("ffffffff81000000 T _stext\nffffffff81000100 T alpha_fn\nffffffff81000200 t beta_fn\n"
+                    "ffffffff81800000 D some_data\n")
+    t = topologies.load("gs1280-8")
+    m = Model(lib, tmp_path, t, symbols=smap)
+    try:
+        assert m.lib.vm_symbol(m.m, 0xFFFFFFFF81000150) == m.lib.vm_symbol(m.m, 0xFFFFFFFF81000100) != \
+            m.lib.vm_symbol(m.m, 0xFFFFFFFF81000200)
+        sym = m.lib.vm_symbol(m.m, 0xFFFFFFFF81000210)
+        m.lib.vm_access(m.m, 0, node_addr(t, 5), 4, sym)
+        assert [s[0] for s in m.results()["symbols"]] == ["beta_fn"]
+    finally:
+        m.close()
+
+
+def test_bad_configs_fail_with_one_line(lib, tmp_path):
+    t = topologies.load("gs1280-8")
+    good = T.config_text(t, "detailed", tmp_path / "o.json")
+    no_node = "\n".join(ln for ln in good.splitlines() if ln != "cpu_node 3 3") + "\n"
+    m = Model(lib, tmp_path, t, text=no_node)
+    assert not m.m and "CPU 3 has no node" in m.err and "\n" not in m.err
+    bad_range = good.replace("range 0x0 0x4000000 0 0x0", "range 0x0 0x4000001 0 0x0")
+    m = Model(lib, tmp_path, t, text=bad_range)
+    assert not m.m and "range 0" in m.err
+    m = Model(lib, tmp_path, t, text=good.replace("mode detailed", "mode turbo"))
+    assert not m.m and "mode" in m.err
