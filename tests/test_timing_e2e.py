@@ -1,0 +1,107 @@
+"""End to end with the timing plugin: the guest measures the topology
+(latprobe) and the model's figures match the topology file; fast mode
+gives per-CPU counts, basic-block vectors and per-chunk phases. Slow: builds
+the plugin (fetching QEMU's plugin header) and boots guests."""
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import topologies as T
+from analysis import timing as timing_db
+
+REPO = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow
+
+
+def vmlab(env, tmp, *args):
+    cmd = [sys.executable, str(REPO / "run.py"), *args, "--db", str(tmp / "r.db"), "--runs-dir", str(tmp / "runs")]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True)
+
+
+def db(tmp):
+    c = sqlite3.connect(tmp / "r.db")
+    c.row_factory = sqlite3.Row
+    return c
+
+
+@pytest.fixture(scope="module", params=["gs1280-8", "x86-2s"])
+def latprobe(request, vmlab_env, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("latprobe")
+    r = vmlab(vmlab_env, tmp, "--topology", request.param, "--exp", "latprobe", "--timing", "detailed",
+              "--param", "swap=none,buf_frac=0.125,laps=1,increments=300")
+    return request.param, tmp, r
+
+
+def test_pointer_chase_latency_matches_the_topology_within_5_percent(latprobe):
+    name, tmp, r = latprobe
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    topo = T.load(name)
+    chase, _ = timing_db.latprobe_rows(db(tmp), 1)
+    # one probe per distance class the guest sees, all of them
+    assert sorted({c["hops"] for c in chase}) == sorted(set(topo.hops[0]))
+    for c in chase:
+        assert c["on_node"] >= 0.95, c            # the buffer really was on that node
+        assert c["model_ns"] == pytest.approx(topo.latency_ns(0, c["node"]), rel=0.05), c
+
+
+def test_lock_pingpong_cost_grows_with_distance_as_the_model_says(latprobe):
+    name, tmp, _ = latprobe
+    topo = T.load(name)
+    _, pp = timing_db.latprobe_rows(db(tmp), 1)
+    assert pp and all(p["model_ns"] is not None for p in pp)
+    for p in pp:
+        assert p["model_ns"] == pytest.approx(p["formula_ns"], rel=0.05), p
+        assert 0.9 <= p["per_increment"] <= 1.5, p   # about one line transfer per increment
+    by_hops = sorted((p["hops"], p["model_ns"]) for p in pp)
+    assert all(a[1] < b[1] for a, b in zip(by_hops, by_hops[1:]) if b[0] > a[0])
+    assert len({h for h, _ in by_hops}) == len(set(topo.hops[0])) - (1 if topo.cpus_per_node == 1 else 0)
+
+
+def test_timing_results_land_and_every_cpu_is_told_apart(latprobe):
+    name, tmp, r = latprobe
+    c = db(tmp)
+    run = c.execute("SELECT timing_mode, timing_plugin, limitations FROM runs").fetchone()
+    assert run["timing_mode"] == "detailed" and "QEMU package" in run["timing_plugin"]
+    assert "trace-driven" in run["limitations"]
+    assert c.execute("SELECT address_map FROM timing_run").fetchone()[0].endswith("agree with the guest's SRAT")
+    topo = T.load(name)
+    cpus = c.execute("SELECT cpu, insns FROM timing_cpu ORDER BY cpu").fetchall()
+    assert len(cpus) == topo.cpus and all(x["insns"] > 0 for x in cpus)
+    # the ping-pong partners ran their own phases on their own CPUs (QEMU reports the
+    # translating vCPU under icount; the plugin must find the running one)
+    partners = {x[0] for x in c.execute("SELECT DISTINCT cpu FROM timing_phases WHERE phase_id = 3")}
+    assert len(partners) >= 2
+    assert c.execute("SELECT COUNT(*) FROM timing_matrix WHERE misses > 0").fetchone()[0] >= topo.nodes
+    assert c.execute("SELECT COUNT(*) FROM timing_symbols WHERE symbol = 'clear_page_rep' OR "
+                     "symbol LIKE 'clear_page%'").fetchone()[0] >= 1
+    assert "remote share of misses" in r.stdout and "top symbols by modeled memory stall" in r.stdout
+
+
+def test_fast_mode_counts_instructions_and_writes_basic_block_vectors(vmlab_env, tmp_path):
+    r = vmlab(vmlab_env, tmp_path, "--topology", "gs1280-8", "--exp", "memeater", "--timing", "fast",
+              "--param", "chunks=4,cycles=2,swap=none")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    c = db(tmp_path)
+    assert c.execute("SELECT mode FROM timing_run").fetchone()[0] == "fast"
+    assert c.execute("SELECT COUNT(*) FROM timing_cpu WHERE insns > 0").fetchone()[0] == 8
+    rows = c.execute("SELECT cycle, chunk, guest_ms, modeled_ms, insns FROM v_timing_chunks "
+                     "ORDER BY cycle, chunk").fetchall()
+    assert [(x["cycle"], x["chunk"]) for x in rows] == [(cy, ch) for cy in range(2) for ch in range(4)]
+    assert all(x["guest_ms"] > 0 and x["insns"] > 0 for x in rows)
+    rdir = Path(c.execute("SELECT log_path FROM runs").fetchone()[0]).parent
+    bb = sorted(rdir.glob("bbv.cpu*.bb"))
+    assert bb and bb[0].read_text().startswith("T:")
+
+
+def test_detailed_needs_icount_and_bad_maps_fail_before_boot(vmlab_env, tmp_path):
+    r = vmlab(vmlab_env, tmp_path, "--topology", "gs1280-8", "--timing", "detailed", "--qemu-mode", "mttcg")
+    assert r.returncode == 2 and "needs --qemu-mode icount" in r.stderr
+    bad = tmp_path / "odd.toml"
+    bad.write_text(T.load("gs1280-8").text.replace("memory_mib = 64", "memory_mib = 63"))
+    r = vmlab(vmlab_env, tmp_path, "--topology", str(bad), "--timing", "detailed")
+    assert r.returncode == 2 and "2 MiB" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "r.db").exists() or \
+        db(tmp_path).execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
