@@ -18,6 +18,7 @@ scons-wrapper/ (images/) -> configs/ (QEMU) -> analysis/ (SQLite, summary).
 """
 import argparse
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -29,7 +30,7 @@ sys.path.insert(0, str(REPO))
 
 from bootstrap import bootstrap  # noqa: E402  (standard library only)
 
-COMMANDS = ("run", "list", "show", "query", "build", "test")
+COMMANDS = ("run", "list", "show", "query", "build", "test", "bench")
 
 
 def run_parser() -> argparse.ArgumentParser:
@@ -43,6 +44,7 @@ def run_parser() -> argparse.ArgumentParser:
                "  ./run.py query SQL [--csv]    read-only SQL on the results database\n"
                "  ./run.py build [options]      build the kernel and initramfs only\n"
                "  ./run.py test [PYTEST ARGS]   the test suite (what CI runs)\n"
+               "  ./run.py bench                the timing model's speed: guest MIPS per mode, QEMU peak RSS\n"
                "each takes --help.")
     add_run_options(p)
     return p
@@ -189,6 +191,8 @@ def cmd_run(args) -> int:
             "wall_s": round(outcome.wall_s, 1) if outcome else None,
             "boot_wall_s": round(outcome.boot_wall_s, 1) if outcome and outcome.boot_wall_s else None,
             "log_sha256": initramfs.sha256(console) if console.exists() else None,
+            # the largest child's peak RSS: QEMU (the build's children are far smaller)
+            "qemu_maxrss_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
         }
         parsed = outcome.parsed if outcome else records.parse_bytes(console.read_bytes() if console.exists() else b"")
         extra = None
@@ -313,6 +317,11 @@ def cmd_test(argv) -> int:
     return subprocess.call([sys.executable, "-m", "pytest", *argv], cwd=REPO)
 
 
+def cmd_bench(argv) -> int:
+    from timing import bench
+    return bench.main(argv, REPO)
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] in ([], ["run"], ["-h"], ["--help"]) and {"-h", "--help"} & set(argv):
         run_parser().print_help()  # help needs nothing installed
@@ -320,7 +329,7 @@ def main(argv: list[str]) -> int:
     bootstrap.ensure(argv, str(Path(__file__).resolve()))
     if argv and argv[0] in COMMANDS and argv[0] != "run":
         return {"list": cmd_list, "show": cmd_show, "query": cmd_query, "build": cmd_build,
-                "test": cmd_test}[argv[0]](argv[1:])
+                "test": cmd_test, "bench": cmd_bench}[argv[0]](argv[1:])
     if argv and argv[0] == "run":
         argv = argv[1:]
     return cmd_run(run_parser().parse_args(argv))

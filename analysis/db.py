@@ -173,6 +173,7 @@ MIGRATIONS = [
     # 3: the timing model's results (timing/; analysis/timing.py ingests them)
     """
     ALTER TABLE runs ADD COLUMN timing_plugin TEXT;
+    ALTER TABLE runs ADD COLUMN qemu_maxrss_kib INTEGER;
     CREATE TABLE timing_run (
         run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
         mode TEXT NOT NULL, cycle_ps INTEGER, l2_ps INTEGER, ctrl_ps INTEGER, half_hop_ps INTEGER,

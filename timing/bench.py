@@ -1,0 +1,75 @@
+"""Benchmark of the timing plugin (a script that prints figures, not a test):
+boots one fixed guest and workload under each timing mode, in one session,
+and prints guest MIPS (instructions / wall second of QEMU), the ratio to
+`off`, QEMU's peak RSS and the model's own state.
+
+    ./run.py bench [--topology gs1280-8] [--exp memeater] [--param ...] [--modes off,fast,detailed]
+
+Under -icount the guest executes the same instructions in every mode (the
+plugin only observes), so `off` is credited with the instruction count the
+plugin measured in the other modes; the bench checks they agree.
+"""
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+
+def main(argv, repo: Path) -> int:
+    p = argparse.ArgumentParser(prog="./run.py bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("--topology", "-t", default="gs1280-8")
+    p.add_argument("--exp", "-e", default="memeater")
+    p.add_argument("--param", "-p", default="chunks=8,cycles=2,swap=none")
+    p.add_argument("--modes", default="off,fast,detailed")
+    p.add_argument("--keep", metavar="DIR", help="keep the runs' database and logs here")
+    a = p.parse_args(argv)
+    modes = a.modes.split(",")
+    work = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="vmlab-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    dbp = work / "bench.db"
+    # build everything first so no mode pays for a build
+    subprocess.run([sys.executable, str(repo / "run.py"), "build", "-t", a.topology, "-e", a.exp,
+                    "--timing", "detailed"], check=True, stdout=subprocess.DEVNULL)
+    ids = {}
+    for mode in modes:
+        print(f"bench: {a.topology} / {a.exp} ({a.param}), timing {mode} ...", flush=True)
+        r = subprocess.run([sys.executable, str(repo / "run.py"), "-t", a.topology, "-e", a.exp, "-p", a.param,
+                            "--timing", mode, "--db", str(dbp), "--runs-dir", str(work / "runs")],
+                           capture_output=True, text=True)
+        if r.returncode:
+            print(r.stdout[-2000:] + r.stderr[-2000:], file=sys.stderr)
+            return 1
+        con = sqlite3.connect(dbp)
+        ids[mode] = con.execute("SELECT MAX(id) FROM runs").fetchone()[0]
+    con = sqlite3.connect(dbp)
+    con.row_factory = sqlite3.Row
+    rows = {}
+    for mode, rid in ids.items():
+        run = con.execute("SELECT wall_s, boot_wall_s, qemu_maxrss_kib FROM runs WHERE id = ?", (rid,)).fetchone()
+        insns = con.execute("SELECT SUM(insns) FROM timing_cpu WHERE run_id = ?", (rid,)).fetchone()[0]
+        state = con.execute("SELECT state_bytes FROM timing_run WHERE run_id = ?", (rid,)).fetchone()
+        rows[mode] = dict(wall=run["wall_s"], boot=run["boot_wall_s"], rss=run["qemu_maxrss_kib"], insns=insns,
+                          state=state[0] if state else None)
+    counted = [r["insns"] for r in rows.values() if r["insns"]]
+    if not counted:
+        print("bench: no mode counted instructions; add fast or detailed to --modes", file=sys.stderr)
+        return 1
+    ref = counted[0]
+    if len(set(counted)) > 1:
+        print(f"bench: note: instruction counts differ between modes: {counted}")
+    base = rows.get("off")
+    print(f"\n{a.topology}, {a.exp} ({a.param}); QEMU under -icount, vCPUs round-robin on one host core")
+    print(f"{'mode':<9} {'instructions':>15} {'wall s':>8} {'guest MIPS':>11} {'speed vs off':>12} {'QEMU peak RSS':>14} "
+          f"{'model state':>12}")
+    for mode, r in rows.items():
+        insns = r["insns"] or ref
+        mips = insns / r["wall"] / 1e6
+        ratio = f"{base['wall'] / r['wall']:.2f}x" if base else "-"
+        print(f"{mode:<9} {insns:>15,} {r['wall']:>8.1f} {mips:>11.1f} {ratio:>12} {r['rss'] / 1024:>11.0f} MiB "
+              f"{(r['state'] or 0) / 2**20:>9.0f} MiB")
+    print(f"(speed vs off = guest MIPS / off's guest MIPS; runs kept in {work})")
+    return 0
