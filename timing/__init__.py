@@ -22,6 +22,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SOURCES = [HERE / "model.c", HERE / "model.h", HERE / "plugin.c"]
 MODES = ("off", "fast", "detailed")
+# fast mode tells the running vCPU every this many blocks (plugin.c)
+FAST_VCPU_SAMPLE = 16
 MAX_CPUS = 62          # model.c: a directory entry holds 62 sharer bits
 GRANULE = 2 << 20      # model.c: the address map's granule
 KERNEL_BASE = {"x86_64": 0xFFFF800000000000, "alpha": 0xFFFFFC0000000000}
@@ -207,7 +209,8 @@ def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir
         # the plugin then tells the running one by its per-CPU base (plugin.c).
         pco = kernel_symbol(symbols, "__per_cpu_offset") if topo.guest_isa == "x86_64" else None
         if qemu_mode == "icount" and pco is not None and topo.cpus > 1:
-            lines += ["vcpu_id percpu", f"percpu_offset {pco:#x}"]
+            lines += ["vcpu_id percpu", f"percpu_offset {pco:#x}",
+                      f"vcpu_sample {1 if mode == 'detailed' else FAST_VCPU_SAMPLE}"]
     if bbv_dir:
         lines += [f"bbv_dir {bbv_dir}", f"interval {interval}"]
     for n in range(topo.nodes):

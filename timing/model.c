@@ -350,7 +350,8 @@ model_t *vm_model_new(const char *path, char *err, size_t errlen) {
                 BAD("range: expected start end node ram_offset (hex, node decimal)");
             else nranges++;
         } else if (!strcmp(key, "interval") || !strcmp(key, "bbv_dir") || !strcmp(key, "isa") ||
-                   !strcmp(key, "vcpu_id") || !strcmp(key, "percpu_offset")) {
+                   !strcmp(key, "vcpu_id") || !strcmp(key, "percpu_offset") ||
+                   !strcmp(key, "vcpu_sample")) {
             /* read by the plugin */
         } else {
             BAD("unknown key '%s'", key);

@@ -114,11 +114,11 @@ static inline void bbv_count(unsigned vcpu, const tbinfo_t *t) {
 }
 
 /* --- execution callbacks ------------------------------------------------------- */
-static inline int running_vcpu(unsigned int reported);
+static inline int running_vcpu(unsigned int reported, int kind);
 
 static void tb_exec(unsigned int vcpu, void *ud) {
     const tbinfo_t *t = ud;
-    cur_cpu = running_vcpu(vcpu);
+    cur_cpu = running_vcpu(vcpu, (int)t->kind);
     vm_insns(M, cur_cpu, t->n, (int)t->kind);
     if (bbv) bbv_count((unsigned)cur_cpu, t);
 }
@@ -154,10 +154,24 @@ static void learn_percpu(void) {
 }
 
 /* The vCPU running this block: see the comment at the top. */
-static inline int running_vcpu(unsigned int reported) {
+/* How often to look: every block in detailed mode (a wrong CPU there would
+ * move accesses between caches), every vcpu_sample-th block in fast mode,
+ * and whenever QEMU's reported index changes: a switch then shows up within
+ * vcpu_sample blocks (a register read costs about as much as running a block). */
+static uint32_t vcpu_sample = 1, since_look;
+static unsigned last_reported;
+static inline int running_vcpu(unsigned int reported, int kind) {
     if (!vcpu_by_percpu) return (int)reported;
-    uint64_t gs = read_reg(r_gs);
-    if (gs < kernel_base) gs = read_reg(r_kgs);  /* user code: the kernel's base is parked in KERNEL_GS */
+    if (vcpu_sample > 1) {
+        if (reported == last_reported && ++since_look < vcpu_sample) return cur_cpu;
+        since_look = 0;
+        last_reported = reported;
+    }
+    /* one read in the common case: kernel code has the per-CPU base in GS,
+     * user code has it parked in KERNEL_GS (entry code before swapgs: the other) */
+    struct qemu_plugin_register *first = kind == VM_KERNEL ? r_gs : r_kgs;
+    uint64_t gs = read_reg(first);
+    if (gs < kernel_base) gs = read_reg(first == r_gs ? r_kgs : r_gs);
     if (gs == last_gs) return last_cpu;
     if (gs < kernel_base) {  /* before per-CPU setup: early boot runs on the boot CPU, or on a CPU coming up */
         unidentified++;
@@ -310,6 +324,7 @@ static int read_plugin_keys(const char *path) {
             if (!strcmp(key, "bbv_dir")) snprintf(bbv_dir, sizeof bbv_dir, "%s", val);
             else if (!strcmp(key, "interval")) interval = strtoull(val, NULL, 10);
             else if (!strcmp(key, "vcpu_id")) vcpu_by_percpu = !strcmp(val, "percpu");
+            else if (!strcmp(key, "vcpu_sample")) vcpu_sample = (uint32_t)strtoul(val, NULL, 10) ?: 1;
             else if (!strcmp(key, "percpu_offset")) percpu_offset_addr = strtoull(val, NULL, 16);
         }
     fclose(f);
@@ -347,6 +362,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     if (vcpu_by_percpu && (!is_x86 || !percpu_offset_addr)) vcpu_by_percpu = 0;  /* x86-64 kernels only */
     percpu_base = calloc(vm_ncpus(M), sizeof(uint64_t));
     regbuf = g_byte_array_new();
+    if (detailed) vcpu_sample = 1;
     if (bbv_dir[0] && interval) {
         bbv = calloc(vm_ncpus(M), sizeof(bbv_t));
         bb_ids = g_hash_table_new(g_int64_hash, g_int64_equal);
