@@ -206,6 +206,12 @@ def cmd_run(args) -> int:
         elif timing_out is not None:
             print(f"warning: the timing plugin wrote no results ({timing_out}); see {qlog}", file=sys.stderr)
         db.finish_run(con, run_id, fields, parsed, topo, extra=extra)
+    if status == "failed" and plugin is not None and outcome and outcome.boot_wall_s is None and qlog.exists():
+        bad = [ln for ln in qlog.read_text(errors="replace").splitlines() if "plugin" in ln.lower()]
+        if bad:  # QEMU refused the plugin: say why and what fixes it
+            print(f"error: the timing plugin did not load: {bad[-1].strip()[:300]}; rebuild it against the "
+                  f"installed QEMU with `./run.py build --timing {args.timing}` (QEMU 10.x from bookworm-backports)",
+                  file=sys.stderr)
     for err in parsed.errors[:5]:
         print(f"warning: {console}: {err}", file=sys.stderr)
     print(summary.render(con, run_id))
