@@ -110,7 +110,7 @@ def cmd_run(args) -> int:
             if args.timing == "detailed" and args.qemu_mode != "icount":
                 raise timing.TimingError("--timing detailed: needs --qemu-mode icount (the model is one "
                                          "serial state, and QEMU 10.0.2 can abort on MMIO addresses under MTTCG)")
-            timing.config_text(topo, args.timing, Path("/dev/null"))  # can the model map this topology?
+            timing.config_text(topo, args.timing, Path("/dev/null"), qemu_mode=args.qemu_mode)  # can it map it?
     except (topologies.TopologyError, experiments.ExperimentError, kernel.BuildError, qemu.EngineError,
             timing.TimingError) as e:
         fail(str(e))

@@ -187,6 +187,9 @@ def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir
         raise TimingError(f"--timing: expected one of {', '.join(MODES)}, got {mode!r}")
     if topo.cpus > MAX_CPUS:
         raise TimingError(f"{topo.path}: {topo.cpus} CPUs; the timing model's directory holds at most {MAX_CPUS}")
+    if topo.guest_isa != "x86_64" and topo.cpus > 1 and qemu_mode == "icount":
+        raise TimingError(f"{topo.path}: the timing model tells vCPUs apart on x86-64 guests only (QEMU 10.0.2 "
+                          f"reports the translating vCPU under -icount); use one CPU or an x86_64 topology")
     check_address_map(topo)
     caches = {c.name: c for c in topo.caches}
     for name in ("l1d", "l2"):
