@@ -55,7 +55,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE",
                    help="override an experiment parameter; repeat, or separate with commas (see `list`)")
     p.add_argument("--kernel", default="vanilla",
-                   help="patch set from images/kernel/patches/ (default vanilla, the empty set)")
+                   help="patch set from images/patches/ (default vanilla, the empty set)")
     p.add_argument("--flavor", default="default", choices=["default", "lockstat"],
                    help="kernel config flavor: lockstat adds LOCK_STAT (slower; never mix flavors in a comparison)")
     p.add_argument("--qemu-mode", default="icount", choices=["icount", "mttcg"],

@@ -23,7 +23,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 KDIR = HERE / "kernel"
-PATCHES = KDIR / "patches"
+PATCHES = HERE / "patches"  # images/patches/<set>/series (+ README.md); vanilla = the empty set
 SOURCE_PACKAGE = "linux-source-6.1"
 SOURCE_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
 # Bump when the recipe below changes what a build produces.
@@ -56,7 +56,7 @@ def check_variant(v: Variant) -> None:
         raise BuildError(f"--flavor: expected one of {', '.join(FLAVORS)}, got {v.flavor!r}")
     if v.patchset != "vanilla" and not (PATCHES / v.patchset / "series").is_file():
         known = ", ".join(patchsets())
-        raise BuildError(f"--kernel: expected a patch set under images/kernel/patches/ ({known}), got {v.patchset!r}")
+        raise BuildError(f"--kernel: expected a patch set under images/patches/ ({known}), got {v.patchset!r}")
 
 
 def patchsets() -> list[str]:
