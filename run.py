@@ -17,6 +17,7 @@ The front door only walks the stages: topologies/ -> experiments/ ->
 scons-wrapper/ (images/) -> configs/ (QEMU) -> analysis/ (SQLite, summary).
 """
 import argparse
+import hashlib
 import os
 import socket
 import subprocess
@@ -114,6 +115,9 @@ def cmd_run(args) -> int:
     # Several kernels: build what is missing first, so the runs follow each
     # other with the same topology, parameters and seed.
     built = [build_images(v, topo.guest_isa, exp.name) for v in variants]
+    # Read the guest userland once: every kernel of a comparison boots the
+    # same bytes, even if a build elsewhere replaces the cached archive.
+    userland = built[0].initramfs.read_bytes()
     dbpath = Path(args.db).resolve()
     con = db.connect(dbpath)
     cid = compare.start(con, f"{exp.name} on {topo.name}: {args.kernel}") if len(variants) > 1 else None
@@ -121,7 +125,7 @@ def cmd_run(args) -> int:
     for i, (v, b) in enumerate(zip(variants, built)):
         if cid:
             print(f"\n=== kernel {i + 1}/{len(variants)}: {v.patchset} (comparison {cid}) ===", flush=True)
-        run_id, status = run_one(args, con, dbpath, topo, exp, plan, v, b, qver, quiet=bool(cid))
+        run_id, status = run_one(args, con, dbpath, topo, exp, plan, v, b, userland, qver, quiet=bool(cid))
         results.append((run_id, status))
         if cid:
             compare.add_run(con, cid, i, run_id)
@@ -135,7 +139,7 @@ def cmd_run(args) -> int:
     return worst
 
 
-def run_one(args, con, dbpath, topo, exp, plan, variant, built, qver, quiet=False) -> tuple[int, str]:
+def run_one(args, con, dbpath, topo, exp, plan, variant, built, userland, qver, quiet=False) -> tuple[int, str]:
     """Boot one kernel, run the experiment, store the run; (run id, status)."""
     from analysis import db, records, summary
     from configs import qemu
@@ -160,7 +164,7 @@ def run_one(args, con, dbpath, topo, exp, plan, variant, built, qver, quiet=Fals
             f"VMLAB_SWAP={swap_dev}\nVMLAB_SEED={args.seed}\n")
     knobs = "".join(f"{name} {path} {value}\n" for name, path, value in plan.knobs())
     initrd = rdir / "initramfs.cpio"
-    initrd.write_bytes(built.initramfs.read_bytes() + initramfs.run_archive({"run.conf": conf, "knobs": knobs}))
+    initrd.write_bytes(userland + initramfs.run_archive({"run.conf": conf, "knobs": knobs}))
 
     cmd = qemu.command_line(topo, built.kernel_dir / "kernel", initrd, mode=args.qemu_mode, swap_image=swap_img,
                             append=args.kernel_append, hmat=not args.no_hmat, binary=qemu.QEMU[topo.guest_isa])
@@ -177,7 +181,7 @@ def run_one(args, con, dbpath, topo, exp, plan, variant, built, qver, quiet=Fals
         "kernel_arch": variant.arch, "kernel_release": kmeta["release"], "kernel_source": kmeta["source_package"],
         "patch_set": variant.patchset, "kernel_flavor": variant.flavor,
         "kernel_config_sha256": kmeta["config_sha256"], "kernel_sha256": kmeta["kernel_sha256"],
-        "initramfs_sha256": initramfs.sha256(built.initramfs), "engine": "qemu-tcg", "engine_version": qver,
+        "initramfs_sha256": hashlib.sha256(userland).hexdigest(), "engine": "qemu-tcg", "engine_version": qver,
         "qemu_mode": args.qemu_mode, "timing_mode": args.timing, "seed": args.seed,
         "command_line": " ".join(sh_quote(c) for c in cmd), "log_path": str(console),
         "limitations": summary.limitations(topo, args.qemu_mode, args.timing, swap_dev),
