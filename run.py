@@ -17,6 +17,7 @@ The front door only walks the stages: topologies/ -> experiments/ ->
 scons-wrapper/ (images/) -> configs/ (QEMU) -> analysis/ (SQLite, summary).
 """
 import argparse
+import hashlib
 import os
 import resource
 import socket
@@ -30,7 +31,7 @@ sys.path.insert(0, str(REPO))
 
 from bootstrap import bootstrap  # noqa: E402  (standard library only)
 
-COMMANDS = ("run", "list", "show", "query", "build", "test", "bench")
+COMMANDS = ("run", "list", "show", "query", "compare", "build", "test", "bench")
 
 
 def run_parser() -> argparse.ArgumentParser:
@@ -42,6 +43,7 @@ def run_parser() -> argparse.ArgumentParser:
                "  ./run.py list                 topologies, experiments and their parameters\n"
                "  ./run.py show [RUN_ID]        the summary of a stored run (default: the latest)\n"
                "  ./run.py query SQL [--csv]    read-only SQL on the results database\n"
+               "  ./run.py compare RUN RUN...   side-by-side figures of runs (or --set N: a stored comparison)\n"
                "  ./run.py build [options]      build the kernel and initramfs only\n"
                "  ./run.py test [PYTEST ARGS]   the test suite (what CI runs)\n"
                "  ./run.py bench                the timing model's speed: guest MIPS per mode, QEMU peak RSS\n"
@@ -57,7 +59,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE",
                    help="override an experiment parameter; repeat, or separate with commas (see `list`)")
     p.add_argument("--kernel", default="vanilla",
-                   help="patch set from images/kernel/patches/ (default vanilla, the empty set)")
+                   help="patch set from images/patches/ (default vanilla, the empty set); several, comma-separated "
+                        "(e.g. vanilla,zone-reclaim-auto), run the experiment once per kernel and print a comparison")
     p.add_argument("--flavor", default="default", choices=["default", "lockstat"],
                    help="kernel config flavor: lockstat adds LOCK_STAT (slower; never mix flavors in a comparison)")
     p.add_argument("--qemu-mode", default="icount", choices=["icount", "mttcg"],
@@ -92,9 +95,9 @@ def fail(msg: str, code: int = 2) -> "NoReturn":
 def cmd_run(args) -> int:
     import experiments
     import topologies
-    from analysis import db, records, summary
+    from analysis import compare, db
     from configs import qemu
-    from images import initramfs, kernel
+    from images import kernel
     import timing
 
     # Everything that can be wrong with the input is checked before the
@@ -103,8 +106,13 @@ def cmd_run(args) -> int:
         topo = topologies.load(args.topology)
         exp = experiments.load(args.exp)
         plan = exp.resolve(topo, experiments.parse_overrides(args.param))
-        variant = kernel.Variant(topo.guest_isa, args.flavor, args.kernel)
-        kernel.check_variant(variant)
+        sets = [k.strip() for k in args.kernel.split(",")]
+        if "" in sets or len(set(sets)) != len(sets):
+            raise kernel.BuildError(f"--kernel: expected patch set names separated by commas, each once, "
+                                    f"got {args.kernel!r}")
+        variants = [kernel.Variant(topo.guest_isa, args.flavor, k) for k in sets]
+        for v in variants:
+            kernel.check_variant(v)
         qver = qemu.qemu_version(qemu.QEMU[topo.guest_isa])
         if args.timing != "off":
             if args.timing == "detailed" and args.qemu_mode != "icount":
@@ -115,16 +123,46 @@ def cmd_run(args) -> int:
             timing.TimingError) as e:
         fail(str(e))
 
-    built = build_images(variant, topo.guest_isa, exp.name, timing=args.timing != "off")
-    kmeta = kernel.load_meta(built.kernel_dir)
-
+    # Several kernels: build what is missing first, so the runs follow each
+    # other with the same topology, parameters and seed.
+    built = [build_images(v, topo.guest_isa, exp.name, timing=args.timing != "off") for v in variants]
+    # Read the guest userland once: every kernel of a comparison boots the
+    # same bytes, even if a build elsewhere replaces the cached archive.
+    userland = built[0].initramfs.read_bytes()
     dbpath = Path(args.db).resolve()
     con = db.connect(dbpath)
+    cid = compare.start(con, f"{exp.name} on {topo.name}: {args.kernel}") if len(variants) > 1 else None
+    results = []
+    for i, (v, b) in enumerate(zip(variants, built)):
+        if cid:
+            print(f"\n=== kernel {i + 1}/{len(variants)}: {v.patchset} (comparison {cid}) ===", flush=True)
+        run_id, status = run_one(args, con, dbpath, topo, exp, plan, v, b, userland, qver, quiet=bool(cid))
+        results.append((run_id, status))
+        if cid:
+            compare.add_run(con, cid, i, run_id)
+        if status == "aborted":
+            break
+    if cid:
+        print()
+        print(compare.render(con, [r for r, _ in results]), end="")
+        print(f"(comparison {cid}; again with `./run.py compare --set {cid}`; one run: `./run.py show RUN`)")
+    worst = max(({"ok": 0, "failed": 1}.get(st, 130) for _, st in results), default=130)
+    return worst
+
+
+def run_one(args, con, dbpath, topo, exp, plan, variant, built, userland, qver, quiet=False) -> tuple[int, str]:
+    """Boot one kernel, run the experiment, store the run; (run id, status)."""
+    from analysis import db, records, summary
+    from configs import qemu
+    from images import initramfs, kernel
+    import timing
+
+    kmeta = kernel.load_meta(built.kernel_dir)
     host = socket.gethostname()
     db.reap_stale(con, host)
     runs_root = Path(args.runs_dir).resolve() if args.runs_dir else dbpath.parent / "runs"
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    rdir = runs_root / f"{stamp}-{topo.name}-{exp.name}-{os.getpid()}"
+    rdir = runs_root / f"{stamp}-{topo.name}-{exp.name}-{variant.patchset}-{os.getpid()}"
     rdir.mkdir(parents=True)
 
     swap_mib = round(plan.params["swap_frac"] * topo.total_memory_mib) if plan.params["swap"] != "none" else 0
@@ -138,7 +176,7 @@ def cmd_run(args) -> int:
             f"VMLAB_SWAP={swap_dev}\nVMLAB_SEED={args.seed}\n")
     knobs = "".join(f"{name} {path} {value}\n" for name, path, value in plan.knobs())
     initrd = rdir / "initramfs.cpio"
-    initrd.write_bytes(built.initramfs.read_bytes() + initramfs.run_archive({"run.conf": conf, "knobs": knobs}))
+    initrd.write_bytes(userland + initramfs.run_archive({"run.conf": conf, "knobs": knobs}))
 
     plugin = timing_out = None
     if args.timing != "off":
@@ -164,7 +202,7 @@ def cmd_run(args) -> int:
         "kernel_arch": variant.arch, "kernel_release": kmeta["release"], "kernel_source": kmeta["source_package"],
         "patch_set": variant.patchset, "kernel_flavor": variant.flavor,
         "kernel_config_sha256": kmeta["config_sha256"], "kernel_sha256": kmeta["kernel_sha256"],
-        "initramfs_sha256": initramfs.sha256(built.initramfs), "engine": "qemu-tcg", "engine_version": qver,
+        "initramfs_sha256": hashlib.sha256(userland).hexdigest(), "engine": "qemu-tcg", "engine_version": qver,
         "qemu_mode": args.qemu_mode, "timing_mode": args.timing, "seed": args.seed,
         "timing_plugin": (f"vmlab_timing sha256 {initramfs.sha256(built.plugin)[:12]}, QEMU package "
                           f"{timing.qemu_package_version()}" if built.plugin else None),
@@ -173,7 +211,8 @@ def cmd_run(args) -> int:
     }
     run_id = db.start_run(con, row)
     print(f"run {run_id}: {topo.name} ({topo.shape()}, {topo.cpus} CPUs, {topo.memory_mib} MiB/node), "
-          f"{exp.name} {plan.command!r}, QEMU {qver} {args.qemu_mode}; console {console}", flush=True)
+          f"kernel {variant.patchset}, {exp.name} {plan.command!r}, QEMU {qver} {args.qemu_mode}; console {console}",
+          flush=True)
 
     outcome = None
     try:
@@ -214,8 +253,11 @@ def cmd_run(args) -> int:
                   file=sys.stderr)
     for err in parsed.errors[:5]:
         print(f"warning: {console}: {err}", file=sys.stderr)
-    print(summary.render(con, run_id))
-    return {"ok": 0, "failed": 1}.get(status, 130)
+    if quiet:
+        print(f"run {run_id}: {status}" + (f" ({fields['reason']})" if fields["reason"] else ""), flush=True)
+    else:
+        print(summary.render(con, run_id))
+    return run_id, status
 
 
 def build_images(variant, arch: str, exp: str, timing: bool = False):
@@ -299,6 +341,33 @@ def cmd_query(argv) -> int:
     return 0
 
 
+def cmd_compare(argv) -> int:
+    from analysis import compare, db
+    p = argparse.ArgumentParser(prog="./run.py compare", description=(
+        "Print runs side by side, one row per figure, with the % difference against the first run "
+        "(like mmtests' compare-kernels). Default: the latest stored comparison."))
+    p.add_argument("runs", nargs="*", type=int, help="run ids; the first is the baseline")
+    p.add_argument("--set", type=int, dest="set_id", help="a stored comparison (from `./run.py --kernel a,b`)")
+    p.add_argument("--all", action="store_true", help="also print figures that are zero in every run")
+    p.add_argument("--db", default="results.db")
+    a = p.parse_args(argv)
+    try:
+        con = db.connect(a.db, readonly=True)
+        if a.runs and a.set_id:
+            raise compare.CompareError("give run ids or --set, not both")
+        if a.runs:
+            ids = a.runs
+        else:
+            sid = a.set_id or con.execute("SELECT MAX(id) FROM compare_sets").fetchone()[0]
+            if sid is None:
+                raise compare.CompareError("no stored comparison; give run ids")
+            ids = compare.runs_in(con, sid)
+        print(compare.render(con, ids, all_rows=a.all), end="")
+    except (db.SchemaError, compare.CompareError) as e:
+        fail(f"{a.db}: {e}")
+    return 0
+
+
 def cmd_build(argv) -> int:
     import experiments
     import topologies
@@ -309,12 +378,14 @@ def cmd_build(argv) -> int:
     try:
         topo = topologies.load(a.topology)
         experiments.load(a.exp)
-        v = kernel.Variant(topo.guest_isa, a.flavor, a.kernel)
-        kernel.check_variant(v)
+        vs = [kernel.Variant(topo.guest_isa, a.flavor, k.strip()) for k in a.kernel.split(",")]
+        for v in vs:
+            kernel.check_variant(v)
     except (topologies.TopologyError, experiments.ExperimentError, kernel.BuildError) as e:
         fail(str(e))
-    b = build_images(v, topo.guest_isa, a.exp, timing=a.timing != "off")
-    print(f"kernel:    {b.kernel_dir}\ninitramfs: {b.initramfs}" + (f"\nplugin:    {b.plugin}" if b.plugin else ""))
+    for v in vs:
+        b = build_images(v, topo.guest_isa, a.exp, timing=a.timing != "off")
+        print(f"kernel:    {b.kernel_dir}\ninitramfs: {b.initramfs}" + (f"\nplugin:    {b.plugin}" if b.plugin else ""))
     return 0
 
 
@@ -334,7 +405,7 @@ def main(argv: list[str]) -> int:
         return 0
     bootstrap.ensure(argv, str(Path(__file__).resolve()))
     if argv and argv[0] in COMMANDS and argv[0] != "run":
-        return {"list": cmd_list, "show": cmd_show, "query": cmd_query, "build": cmd_build,
+        return {"list": cmd_list, "show": cmd_show, "query": cmd_query, "compare": cmd_compare, "build": cmd_build,
                 "test": cmd_test, "bench": cmd_bench}[argv[0]](argv[1:])
     if argv and argv[0] == "run":
         argv = argv[1:]

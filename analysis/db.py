@@ -235,6 +235,24 @@ MIGRATIONS = [
           ON c.run_id = p.run_id AND c.cycle = p.instance >> 32 AND c.chunk = p.instance & 4294967295
         WHERE p.phase_id = 1;
     """,
+    # 4: kernel comparisons (`./run.py --kernel a,b`): which runs form one, in order
+    """
+    CREATE TABLE compare_sets (
+        id INTEGER PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        label TEXT
+    );
+    CREATE TABLE compare_runs (
+        compare_id INTEGER NOT NULL REFERENCES compare_sets(id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        PRIMARY KEY (compare_id, position)
+    );
+    CREATE VIEW v_compare AS
+        SELECT c.compare_id, c.position, r.id AS run_id, r.patch_set, r.kernel_flavor, r.topology, r.experiment,
+               r.status, r.wall_s
+        FROM compare_runs c JOIN runs r ON r.id = c.run_id;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -368,6 +386,9 @@ def ingest(con: sqlite3.Connection, run_id: int, parsed, topo) -> None:
     for r in parsed.of("swap"):
         con.execute("INSERT OR REPLACE INTO metrics (run_id, name, value, unit) VALUES (?, ?, ?, ?)",
                     (run_id, f"swap_used_{r.body.get('phase')}", r.body.get("used_kib"), "KiB"))
+    for r in parsed.of("patch"):  # a patch set announcing itself at boot: proof the kernel had it
+        con.execute("INSERT OR REPLACE INTO metrics (run_id, name, value) VALUES (?, ?, 1)",
+                    (run_id, f"patch_live.{r.body.get('name')}"))
     for r in parsed.of("init"):
         con.execute("INSERT OR REPLACE INTO metrics (run_id, name, value) VALUES (?, ?, ?)",
                     (run_id, f"init.{r.body.get('step')}", r.body.get("ok")))

@@ -19,6 +19,10 @@ HERE = Path(__file__).resolve().parent
 LIB = HERE / "lib"
 COMMON = HERE / "common.toml"
 TYPES = {"int": int, "float": float, "str": str}
+# A knob parameter set to this keeps the kernel's own default: /init leaves
+# the file alone (a patched kernel may change the default, e.g.
+# zone-reclaim-auto), and the guest reports the value it had.
+KERNEL_DEFAULT = "kernel"
 
 
 class ExperimentError(ValueError):
@@ -71,6 +75,8 @@ class Param:
     knob: str | None = None  # guest file /init writes the value to (a sysctl, a sysfs switch)
 
     def convert(self, raw: str, source: str):
+        if self.knob and raw == KERNEL_DEFAULT:
+            return KERNEL_DEFAULT
         try:
             v = TYPES[self.type](raw)
         except ValueError:
@@ -79,6 +85,8 @@ class Param:
         return v
 
     def check(self, v, source: str):
+        if self.knob and v == KERNEL_DEFAULT:
+            return
         if self.choices is not None and v not in self.choices:
             raise ExperimentError(f"{source}: parameter '{self.name}': expected one of "
                                   f"{', '.join(map(str, self.choices))}, got {v!r}")
@@ -143,7 +151,7 @@ class Plan:
     def knobs(self) -> list[tuple[str, str, object]]:
         """(parameter, guest file, value) for every parameter that sets a knob."""
         ps = self.experiment.params
-        return [(k, ps[k].knob, v) for k, v in self.params.items() if ps[k].knob]
+        return [(k, ps[k].knob, v) for k, v in self.params.items() if ps[k].knob and v != KERNEL_DEFAULT]
 
 
 def _params(table: dict, path: Path) -> dict[str, Param]:
@@ -154,8 +162,15 @@ def _params(table: dict, path: Path) -> dict[str, Param]:
             raise ExperimentError(f"{path}: field 'params.{name}.type': expected one of {', '.join(TYPES)}, got {t!r}")
         if "default" not in spec:
             raise ExperimentError(f"{path}: field 'params.{name}.default': missing")
-        p = Param(name, t, TYPES[t](spec["default"]), spec.get("help", ""), spec.get("choices"), spec.get("min"),
-                  spec.get("knob"))
+        default = spec["default"]
+        if default == KERNEL_DEFAULT and not spec.get("knob"):
+            raise ExperimentError(f"{path}: field 'params.{name}.default': {KERNEL_DEFAULT!r} needs a 'knob' "
+                                  f"(it means: leave the kernel's default in that file)")
+        try:
+            default = default if default == KERNEL_DEFAULT else TYPES[t](default)
+        except ValueError:
+            raise ExperimentError(f"{path}: field 'params.{name}.default': expected {t}, got {default!r}") from None
+        p = Param(name, t, default, spec.get("help", ""), spec.get("choices"), spec.get("min"), spec.get("knob"))
         out[name] = p
     return out
 

@@ -8,6 +8,7 @@ variants never overwrite each other.
 """
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import json
@@ -23,7 +24,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 KDIR = HERE / "kernel"
-PATCHES = KDIR / "patches"
+PATCHES = HERE / "patches"  # images/patches/<set>/series (+ README.md); vanilla = the empty set
 SOURCE_PACKAGE = "linux-source-6.1"
 SOURCE_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
 # Bump when the recipe below changes what a build produces.
@@ -56,7 +57,7 @@ def check_variant(v: Variant) -> None:
         raise BuildError(f"--flavor: expected one of {', '.join(FLAVORS)}, got {v.flavor!r}")
     if v.patchset != "vanilla" and not (PATCHES / v.patchset / "series").is_file():
         known = ", ".join(patchsets())
-        raise BuildError(f"--kernel: expected a patch set under images/kernel/patches/ ({known}), got {v.patchset!r}")
+        raise BuildError(f"--kernel: expected a patch set under images/patches/ ({known}), got {v.patchset!r}")
 
 
 def patchsets() -> list[str]:
@@ -129,36 +130,79 @@ def pristine_source(cache: Path) -> Path:
     return dst
 
 
-def patched_source(cache: Path, v: Variant) -> Path:
-    base = pristine_source(cache)
-    patches = series(v.patchset)
-    if not patches:
-        return base
-    ph = hashlib.sha256(b"".join(p.read_bytes() for p in patches)).hexdigest()[:12]
-    dst = base.with_name(f"{base.name}+{v.patchset}-{ph}")
-    if (dst / ".vmlab-patched").is_file():
-        return dst
-    tmp = dst.with_name(dst.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    # Hard links: patch(1) writes a new file and renames it, so the pristine
-    # tree stays intact and the copy costs no disk.
-    subprocess.run(["cp", "-al", str(base), str(tmp)], check=True)
+def patched_files(patches: list[Path]) -> list[str]:
+    """Source paths (relative, -p1) that a series changes."""
+    out = []
     for p in patches:
-        r = subprocess.run(["patch", "-p1", "--forward", "--no-backup-if-mismatch", "-d", str(tmp), "-i", str(p)],
+        for line in p.read_text(errors="replace").splitlines():
+            if line.startswith("+++ "):
+                path = line[4:].split("\t")[0].strip()
+                path = path.split("/", 1)[1] if "/" in path else path
+                if path != "/dev/null" and path not in out:
+                    out.append(path)
+    return out
+
+
+def work_source(cache: Path, v: Variant) -> Path:
+    """The shared source tree of an arch x flavor, switched to v's patch set.
+
+    Every patch set of an arch x flavor builds in ONE source tree and ONE
+    build directory, so switching sets is an incremental build: only the
+    files a set changes (and the files the previous set had changed) are
+    recompiled. The tree is a hard-link copy of the pristine source; a
+    switch first puts back fresh copies of what the last set changed (new
+    mtimes, so make rebuilds them), then applies the new series. Callers
+    hold the arch x flavor lock (build()).
+    """
+    base = pristine_source(cache)
+    work = cache / "work" / f"{v.arch}-{v.flavor}"
+    state_f = work / ".vmlab-applied"
+    if not state_f.is_file():
+        tmp = work.with_name(work.name + ".partial")
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        # Hard links: patch(1) writes a new file and renames it, so the
+        # pristine tree stays intact and the copy costs no disk.
+        subprocess.run(["cp", "-al", str(base), str(tmp)], check=True)
+        (tmp / ".vmlab-applied").write_text(json.dumps({"patchset": "vanilla", "files": [], "source": base.name}))
+        tmp.rename(work)
+    state = json.loads(state_f.read_text())
+    patches = series(v.patchset)
+    if state.get("source") != base.name:
+        raise BuildError(f"{work}: built from {state.get('source')}, not {base.name}; remove it and rebuild")
+    if state["patchset"] == v.patchset and state.get("series") == _series_hash(patches):
+        return work
+    for rel in state["files"]:  # back to pristine, with a new mtime
+        dst = work / rel
+        dst.unlink(missing_ok=True)
+        if (base / rel).is_file():
+            shutil.copyfile(base / rel, dst)
+    state = {"patchset": "vanilla", "files": [], "source": base.name}
+    state_f.write_text(json.dumps(state))
+    files = patched_files(patches)
+    # Record the files first: a half-applied series is reverted next time.
+    state_f.write_text(json.dumps({**state, "patchset": "(partial)", "files": files}))
+    for p in patches:
+        r = subprocess.run(["patch", "-p1", "--forward", "--no-backup-if-mismatch", "-d", str(work), "-i", str(p)],
                            capture_output=True, text=True)
         if r.returncode != 0:
             hunks = [l for l in r.stdout.splitlines() if "FAILED" in l or "can't find" in l.lower()]
             rej = ""
             for line in r.stdout.splitlines():
                 m = re.search(r"saving rejects to file (\S+)", line)
-                if m:
-                    rej = (tmp / m.group(1)).read_text(errors="replace")[:2000] if (tmp / m.group(1)).exists() else ""
-            shutil.rmtree(tmp, ignore_errors=True)
+                if m and (work / m.group(1)).exists():
+                    rej = (work / m.group(1)).read_text(errors="replace")[:2000]
+                    (work / m.group(1)).unlink()
             raise BuildError(f"patch set {v.patchset}: {p.name} does not apply: "
                              f"{'; '.join(hunks) or r.stdout.strip()[-300:]}\n{rej}")
-    (tmp / ".vmlab-patched").write_text("\n".join(p.name for p in patches) + "\n")
-    tmp.rename(dst)
-    return dst
+    state_f.write_text(json.dumps({**state, "patchset": v.patchset, "files": files,
+                                   "series": _series_hash(patches)}))
+    return work
+
+
+def _series_hash(patches: list[Path]) -> str:
+    return hashlib.sha256(b"".join(p.read_bytes() for p in patches)).hexdigest()
 
 
 def check_config(config: Path, frags: list[Path]) -> None:
@@ -190,15 +234,25 @@ def build(cache: Path, v: Variant, jobs: int | None = None) -> Path:
     out = artifact_dir(cache, v)
     if (out / "meta.json").is_file():
         return out
+    lockf = cache / "work" / f"{v.arch}-{v.flavor}.lock"
+    lockf.parent.mkdir(parents=True, exist_ok=True)
+    with open(lockf, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one build per arch x flavor tree at a time
+        if (out / "meta.json").is_file():  # built meanwhile by another process
+            return out
+        return _build_locked(cache, v, out, jobs)
+
+
+def _build_locked(cache: Path, v: Variant, out: Path, jobs: int | None) -> Path:
     a = ARCHES[v.arch]
-    src = patched_source(cache, v)
-    bdir = cache / "build" / f"{v.arch}-{v.flavor}-{v.patchset}"
+    src = work_source(cache, v)
+    bdir = cache / "build" / f"{v.arch}-{v.flavor}"
     bdir.mkdir(parents=True, exist_ok=True)
     frags = fragments(v)
     allconfig = _merged_fragment(frags, bdir / "vmlab-fragment.config")
-    env = dict(os.environ, ARCH=a["make_arch"], KBUILD_BUILD_TIMESTAMP="2005-05-24",
+    env = dict(os.environ, ARCH=a["make_arch"], KBUILD_BUILD_TIMESTAMP="2005-05-24", KBUILD_BUILD_VERSION="1",
                KBUILD_BUILD_USER="vmlab", KBUILD_BUILD_HOST="vmlab",
-               CCACHE_DIR=str(cache / "ccache"), CCACHE_BASEDIR=str(cache / "src"), CCACHE_NOHASHDIR="1")
+               CCACHE_DIR=str(cache / "ccache"), CCACHE_BASEDIR=str(cache), CCACHE_NOHASHDIR="1")
     cc = f"ccache {a['cross']}gcc" if shutil.which("ccache") else f"{a['cross']}gcc"
     make = ["make", "-C", str(src), f"O={bdir}", f"CC={cc}"]
     if a["cross"]:

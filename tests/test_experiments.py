@@ -47,3 +47,24 @@ def test_expression_language_is_closed():
     for bad in ("__import__('os')", "a.b", "[1][0]", "open('x')"):
         with pytest.raises(E.ExperimentError):
             E.evaluate(bad, {"a": 1})
+
+
+def test_kernel_default_knob_is_left_to_the_kernel(tmp_path):
+    """zone_reclaim_mode defaults to the kernel's own boot value (a patched
+    kernel may change it): /init gets no line for it; any knob can ask for
+    that, and a parameter without a knob cannot."""
+    e = E.load("memeater")
+    t = T.load("gs1280-8")
+    p = e.resolve(t, {})
+    assert p.params["zone_reclaim_mode"] == E.KERNEL_DEFAULT
+    names = [name for name, _, _ in p.knobs()]
+    assert "zone_reclaim_mode" not in names and "thp" in names
+    p = e.resolve(t, E.parse_overrides(["thp=kernel", "zone_reclaim_mode=0"]))
+    knobs = {name: value for name, _, value in p.knobs()}
+    assert "thp" not in knobs and knobs["zone_reclaim_mode"] == 0
+    with pytest.raises(E.ExperimentError, match="'cycles': expected int, got 'kernel'"):
+        e.resolve(t, {"cycles": "kernel"})
+    bad = tmp_path / "common.toml"
+    bad.write_text('[params.swapiness]\ntype = "int"\ndefault = "kernel"\n')
+    with pytest.raises(E.ExperimentError, match=r"params.swapiness.default': 'kernel' needs a 'knob'"):
+        E._params(__import__("tomllib").loads(bad.read_text())["params"], bad)

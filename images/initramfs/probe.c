@@ -42,6 +42,8 @@ static void machine(void)
 	file_str(&b, "watermark_boost_factor", "/proc/sys/vm/watermark_boost_factor");
 	file_str(&b, "min_free_kbytes", "/proc/sys/vm/min_free_kbytes");
 	file_str(&b, "swaps", "/proc/swaps");
+	/* 1 when the kernel has LOCK_STAT (the lockstat flavor) */
+	vl_kint(&b, "lock_stat", access("/proc/lock_stat", R_OK) == 0);
 	vl_kint(&b, "mem_total_kib", vl_meminfo("MemTotal"));
 	vl_kint(&b, "swap_total_kib", vl_meminfo("SwapTotal"));
 	vl_open(&b, "nodes", '[');

@@ -1,0 +1,124 @@
+"""Kernel comparisons without QEMU: a synthetic database with two or three
+runs, the table compare-kernels style, the stored comparison, the CLI."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import topologies as T
+from analysis import compare, db, records as R
+
+REPO = Path(__file__).resolve().parent.parent
+ENV = dict(os.environ, VMLAB_IN_VENV="1")
+
+
+def add_run(con, topo, patch_set, vmstat, metrics, kswapd=(0.5, 1.5), **over):
+    row = {"started_at": "now", "host": "h", "topology": topo.name, "topology_sha256": topo.sha256,
+           "topology_toml": topo.text, "topology_shape": topo.shape(), "nodes": topo.nodes, "cpus": topo.cpus,
+           "memory_mib_per_node": topo.memory_mib, "scale": topo.scale, "native_isa": topo.native_isa,
+           "guest_isa": topo.guest_isa, "experiment": "memeater", "params_json": "{}", "kernel_arch": "x86_64",
+           "patch_set": patch_set, "kernel_flavor": "default", "engine": "qemu-tcg", "engine_version": "10.0.2",
+           "qemu_mode": "icount", "timing_mode": "off", "seed": 0, "command_line": "qemu", "limitations": "x",
+           "kernel_config_sha256": "c0ffee", **over}
+    rid = db.start_run(con, row)
+    lines = ['@@VMLAB {"type":"machine","nodes":[],"distances":[],"zone_reclaim_mode":"%s","release":"6.1"}'
+             % metrics.pop("zrm"),
+             '@@VMLAB {"type":"init","step":"thp","ok":1}']
+    for phase, mult in (("before", 0), ("after", 1)):
+        lines.append('@@VMLAB {"type":"vmstat","phase":"%s","counters":{%s}}' % (
+            phase, ",".join(f'"{k}":{100 + v * mult}' for k, v in vmstat.items())))
+        lines.append('@@VMLAB {"type":"kswapd","phase":"%s","clk_tck":100,"kswapd":{"0":%d}}'
+                     % (phase, kswapd[mult] * 100))
+    for i, ms in enumerate(metrics.pop("chunks")):
+        lines.append('@@VMLAB {"type":"chunk","cycle":0,"chunk":%d,"wall_ms":%s,"majflt":%d,"swap_used_kib":0}'
+                     % (i, ms, i))
+    lines.append('@@VMLAB {"type":"memeater_done","total_ms":%s}' % metrics.pop("total"))
+    parsed = R.parse_bytes("\n".join(lines).encode())
+    db.finish_run(con, rid, {"status": "ok"}, parsed, topo)
+    return rid
+
+
+@pytest.fixture
+def three(tmp_path):
+    topo = T.load("gs1280-8")
+    con = db.connect(tmp_path / "r.db")
+    base = add_run(con, topo, "vanilla", {"pswpout": 0, "pgscan_kswapd": 200, "pgfault": 7, "nr_free_pages": 5},
+                   {"zrm": "0", "chunks": [10, 20], "total": 30})
+    zra = add_run(con, topo, "zone-reclaim-auto", {"pswpout": 40, "pgscan_kswapd": 300, "pgfault": 7,
+                                                   "nr_free_pages": 9},
+                  {"zrm": "1", "chunks": [10, 50], "total": 60}, kswapd=(0.5, 3.5))
+    other = add_run(con, T.load("gs1280-16"), "kswapd-no-backoff", {"pswpout": 0}, {"zrm": "0", "chunks": [1],
+                                                                                     "total": 1})
+    return con, tmp_path, (base, zra, other)
+
+
+def cells(text, figure):
+    import re
+    for line in text.splitlines():
+        parts = re.split(r"\s{2,}", line.strip())
+        if parts[0] == figure or parts[0].startswith(figure + " ["):
+            return parts[1:]
+    raise AssertionError(f"no row {figure!r} in\n{text}")
+
+
+def test_table_one_row_per_figure_with_percent_against_the_first(three):
+    con, _, (base, zra, _) = three
+    out = compare.render(con, [base, zra])
+    assert "vanilla (run 1)" in out and "zone-reclaim-auto (run 2)" in out
+    assert cells(out, "vmstat.pgscan_kswapd") == ["200", "300", "+50.00%"]
+    assert cells(out, "vmstat.pswpout") == ["0", "40", "new"]
+    assert cells(out, "vmstat.pgfault") == ["7", "7", "0.00%"]
+    assert cells(out, "guest.zone_reclaim_mode") == ["0", "1", "new"]
+    assert cells(out, "memeater.total_ms") == ["30", "60", "+100.00%"]
+    assert cells(out, "chunks.max_ms") == ["20", "50", "+150.00%"]
+    assert cells(out, "kswapd.cpu_s") == ["1", "3", "+200.00%"]
+    # not figures: guest bookkeeping, counters outside the reclaim set, text
+    for absent in ("init.thp", "vmstat.nr_free_pages", "guest.release"):
+        assert absent not in out
+    assert "WARNING" not in out
+    # reversed baseline: the % follows the first run
+    assert cells(compare.render(con, [zra, base]), "vmstat.pgscan_kswapd") == ["300", "200", "-33.33%"]
+
+
+def test_runs_that_differ_beyond_the_kernel_are_flagged(three):
+    con, _, (base, _, other) = three
+    out = compare.render(con, [base, other])
+    assert "WARNING: the runs differ in topology_sha256" in out
+    with pytest.raises(compare.CompareError, match="no run 99"):
+        compare.render(con, [base, 99])
+    with pytest.raises(compare.CompareError, match="two runs or more"):
+        compare.render(con, [base])
+
+
+def test_stored_comparison_and_cli(three):
+    con, tmp, (base, zra, _) = three
+    cid = compare.start(con, "memeater on gs1280-8: vanilla,zone-reclaim-auto")
+    compare.add_run(con, cid, 0, base)
+    compare.add_run(con, cid, 1, zra)
+    assert compare.runs_in(con, cid) == [base, zra]
+    assert [tuple(r) for r in con.execute("SELECT position, patch_set FROM v_compare ORDER BY position")] == \
+        [(0, "vanilla"), (1, "zone-reclaim-auto")]
+    con.close()
+    cli = lambda *a: subprocess.run([sys.executable, str(REPO / "run.py"), "compare", *a, "--db", str(tmp / "r.db")],
+                                    env=ENV, capture_output=True, text=True)
+    latest, by_ids = cli(), cli(str(base), str(zra))
+    assert latest.returncode == 0 and latest.stdout == by_ids.stdout
+    assert cells(latest.stdout, "vmstat.pswpout") == ["0", "40", "new"]
+    bad = cli("1", "42")
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [f"error: {tmp / 'r.db'}: no run 42 in the database"]
+
+
+@pytest.mark.parametrize("kernels,expect", [
+    ("vanilla,nosuch", "--kernel: expected a patch set under images/patches/"),
+    ("vanilla,vanilla", "--kernel: expected patch set names separated by commas, each once"),
+    ("vanilla,", "--kernel: expected patch set names"),
+])
+def test_bad_kernel_list_one_line_exit_2_nothing_written(tmp_path, kernels, expect):
+    r = subprocess.run([sys.executable, str(REPO / "run.py"), "--kernel", kernels, "--db", str(tmp_path / "r.db")],
+                       env=ENV, capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and expect in lines[0], r.stderr
+    assert not (tmp_path / "r.db").exists() and not (tmp_path / "runs").exists()
