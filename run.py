@@ -327,7 +327,10 @@ def cmd_query(argv) -> int:
     p = argparse.ArgumentParser(prog="./run.py query", description=(
         "Run read-only SQL on the results database. Tables: runs, records, chunk_times, node_free, node_mem, "
         "node_stat (numastat and per-node reclaim counters), vmstat, kswapd, metrics, guest_nodes, guest_distances; "
-        "views: v_runs, v_chunk_cycle, v_vmstat_delta, v_node_mem_delta, v_node_stat_delta."))
+        "timing model: timing_run, timing_cpu, timing_kind, timing_matrix, timing_hops, timing_latency_hist, "
+        "timing_symbols, timing_resources, timing_phases; comparisons: compare_sets, compare_runs; "
+        "views: v_runs, v_chunk_cycle, v_vmstat_delta, v_node_mem_delta, v_node_stat_delta, v_timing_chunks, "
+        "v_compare."))
     p.add_argument("sql", nargs="?", default="SELECT * FROM v_runs ORDER BY id DESC LIMIT 20")
     p.add_argument("--csv", action="store_true", help="print CSV instead of a table")
     p.add_argument("--db", default="results.db")
