@@ -24,6 +24,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 KDIR = HERE / "kernel"
 PATCHES = KDIR / "patches"
+# Per-arch fixes applied to every build of that arch after the patch set's
+# series (e.g. Alpha: make 6.1.192 build at all); part of the cache key.
+ARCH_FIXES = KDIR / "arch-fixes"
 SOURCE_PACKAGE = "linux-source-6.1"
 SOURCE_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
 # Bump when the recipe below changes what a build produces.
@@ -31,6 +34,8 @@ RECIPE_VERSION = "1"
 
 ARCHES = {
     "x86_64": {"make_arch": "x86_64", "cross": "", "image": "arch/x86/boot/bzImage", "target": "bzImage"},
+    # QEMU's clipper loads the ELF vmlinux itself (its PALcode comes with QEMU).
+    "alpha": {"make_arch": "alpha", "cross": "alpha-linux-gnu-", "image": "vmlinux", "target": "vmlinux"},
 }
 FLAVORS = ("default", "lockstat")
 
@@ -80,6 +85,27 @@ def series(patchset: str) -> list[Path]:
     return out
 
 
+def arch_fixes(arch: str) -> list[Path]:
+    """The arch's own fix series (empty for most arches)."""
+    f = ARCH_FIXES / arch / "series"
+    if not f.is_file():
+        return []
+    out = []
+    for n, line in enumerate(f.read_text().splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        p = f.parent / line
+        if not p.is_file():
+            raise BuildError(f"{f}: line {n}: patch file {line!r} not found")
+        out.append(p)
+    return out
+
+
+def all_patches(v: Variant) -> list[Path]:
+    return series(v.patchset) + arch_fixes(v.arch)
+
+
 def fragments(v: Variant) -> list[Path]:
     frags = [KDIR / f"{v.arch}.config"]
     if v.flavor != "default":
@@ -104,7 +130,7 @@ def key(v: Variant) -> str:
     h = hashlib.sha256()
     h.update(f"recipe {RECIPE_VERSION}\nsource {SOURCE_PACKAGE} {source_version()} "
              f"{SOURCE_TARBALL.stat().st_size}\n{v.arch} {v.flavor} {v.patchset}\n".encode())
-    for f in fragments(v) + series(v.patchset):
+    for f in fragments(v) + all_patches(v):
         h.update(f"{f.name}\n".encode())
         h.update(f.read_bytes())
     return h.hexdigest()
@@ -131,11 +157,12 @@ def pristine_source(cache: Path) -> Path:
 
 def patched_source(cache: Path, v: Variant) -> Path:
     base = pristine_source(cache)
-    patches = series(v.patchset)
+    patches = all_patches(v)
     if not patches:
         return base
     ph = hashlib.sha256(b"".join(p.read_bytes() for p in patches)).hexdigest()[:12]
-    dst = base.with_name(f"{base.name}+{v.patchset}-{ph}")
+    fixes = f"+{v.arch}" if arch_fixes(v.arch) else ""
+    dst = base.with_name(f"{base.name}+{v.patchset}{fixes}-{ph}")
     if (dst / ".vmlab-patched").is_file():
         return dst
     tmp = dst.with_name(dst.name + ".partial")
@@ -154,7 +181,8 @@ def patched_source(cache: Path, v: Variant) -> Path:
                 if m:
                     rej = (tmp / m.group(1)).read_text(errors="replace")[:2000] if (tmp / m.group(1)).exists() else ""
             shutil.rmtree(tmp, ignore_errors=True)
-            raise BuildError(f"patch set {v.patchset}: {p.name} does not apply: "
+            where = f"arch fixes {v.arch}" if p.parent.parent == ARCH_FIXES else f"patch set {v.patchset}"
+            raise BuildError(f"{where}: {p.name} does not apply: "
                              f"{'; '.join(hunks) or r.stdout.strip()[-300:]}\n{rej}")
     (tmp / ".vmlab-patched").write_text("\n".join(p.name for p in patches) + "\n")
     tmp.rename(dst)
@@ -247,6 +275,7 @@ def build(cache: Path, v: Variant, jobs: int | None = None) -> Path:
     meta = {
         "arch": v.arch, "flavor": v.flavor, "patchset": v.patchset,
         "patches": [p.name for p in series(v.patchset)],
+        "arch_fixes": [p.name for p in arch_fixes(v.arch)],
         "source_package": f"{SOURCE_PACKAGE} {source_version()}", "release": release,
         "config_sha256": hashlib.sha256((bdir / ".config").read_bytes()).hexdigest(),
         "kernel_sha256": hashlib.sha256((bdir / a["image"]).read_bytes()).hexdigest(),
@@ -263,5 +292,5 @@ def load_meta(artifact: Path) -> dict:
     return json.loads((artifact / "meta.json").read_text())
 
 
-if __name__ == "__main__":  # handy for a manual build: python -m images.kernel CACHE
-    print(build(Path(sys.argv[1]), Variant()))
+if __name__ == "__main__":  # handy for a manual build: python -m images.kernel CACHE [ARCH]
+    print(build(Path(sys.argv[1]), Variant(sys.argv[2] if len(sys.argv) > 2 else "x86_64")))
