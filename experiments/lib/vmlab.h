@@ -248,8 +248,13 @@ static void vl_nodemem(vl_buf *b, int nodes)
 		char *s = vl_slurp(vl_node_file(p, sizeof p, n, "meminfo"));
 		vl_open(b, NULL, '{');
 		vl_kint(b, "node", n);
-		for (const char **f = VL_NODE_FIELDS; *f; f++)
-			vl_kint(b, *f, s ? vl_node_meminfo(s, *f) : -1);
+		for (const char **f = VL_NODE_FIELDS; *f; f++) {
+			long long v = s ? vl_node_meminfo(s, *f) : -1;
+			/* /proc/meminfo (no NUMA) lacks the node file's MemUsed: same definition */
+			if (v < 0 && s && !strcmp(*f, "MemUsed"))
+				v = vl_node_meminfo(s, "MemTotal") - vl_node_meminfo(s, "MemFree");
+			vl_kint(b, *f, v);
+		}
 		vl_close(b, '}');
 		free(s);
 	}

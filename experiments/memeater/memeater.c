@@ -100,7 +100,9 @@ int main(int argc, char **argv)
 				rc = 0;
 				for (long k = 0; k < sample; k++) {
 					unsigned char in = 0;
-					status[k] = mincore(pages[k], (size_t)pagesz, &in) == 0 && (in & 1) ? 0 : -ENOENT;
+					/* mincore wants a page-aligned address; malloc's is not */
+					void *pg = (void *)((unsigned long)pages[k] & ~((unsigned long)pagesz - 1));
+					status[k] = mincore(pg, (size_t)pagesz, &in) == 0 && (in & 1) ? 0 : -ENOENT;
 				}
 			}
 			for (long k = 0; k < sample; k++) {
