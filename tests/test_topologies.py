@@ -155,7 +155,7 @@ def test_content_hash_changes_with_content(tmp_path):
 def test_alpha_clipper_topology():
     t = T.load("es-clipper-4")
     assert (t.guest_isa, t.native_isa, t.nodes, t.cpus) == ("alpha", "alpha", 1, 4)
-    assert t.slit() == [[10]] and t.max_hops() == 0
+    assert t.slit() == [[10]] and t.max_hops() == 0 and t.shape() == "1 node, no links"
     l1d = next(c for c in t.caches if c.name == "l1d")
     assert (l1d.size_kib, l1d.ways) == (64, 2)  # the 21264's L1D
 

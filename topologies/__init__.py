@@ -84,6 +84,8 @@ class Topology:
         return list(range(node * c, node * c + c))
 
     def shape(self) -> str:
+        if self.nodes == 1:
+            return "1 node, no links"
         if self.kind == "torus":
             return "x".join(map(str, self.dims)) + " torus"
         return f"{self.nodes} sockets, {len(self.links)} links"
