@@ -73,6 +73,10 @@ def series(patchset: str) -> list[Path]:
     f = PATCHES / patchset / "series"
     if patchset == "vanilla" and not f.exists():
         return []
+    return _read_series(f)
+
+
+def _read_series(f: Path) -> list[Path]:
     out = []
     for n, line in enumerate(f.read_text().splitlines(), 1):
         line = line.split("#", 1)[0].strip()
@@ -88,18 +92,7 @@ def series(patchset: str) -> list[Path]:
 def arch_fixes(arch: str) -> list[Path]:
     """The arch's own fix series (empty for most arches)."""
     f = ARCH_FIXES / arch / "series"
-    if not f.is_file():
-        return []
-    out = []
-    for n, line in enumerate(f.read_text().splitlines(), 1):
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
-        p = f.parent / line
-        if not p.is_file():
-            raise BuildError(f"{f}: line {n}: patch file {line!r} not found")
-        out.append(p)
-    return out
+    return _read_series(f) if f.is_file() else []
 
 
 def all_patches(v: Variant) -> list[Path]:
