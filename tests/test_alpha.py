@@ -71,3 +71,16 @@ def test_alpha_init_set_up_swap_and_reported_knobs(alpha_run):
     swap_kib = 128 * 1024
     total = int(c.execute("SELECT text FROM metrics WHERE name = 'guest.swap_total_kib'").fetchone()[0])
     assert swap_kib - 64 <= total <= swap_kib  # the header page is not swap space
+
+
+def test_alpha_init_hang_hook_is_stopped_by_the_timeout(vmlab_env, tmp_path):
+    """The C /init honours vmlab.hang=1 like the shell one; the host stops it."""
+    r = subprocess.run([sys.executable, str(REPO / "run.py"), *ALPHA, "--kernel-append", "vmlab.hang=1",
+                        "--timeout", "5", "--db", str(tmp_path / "r.db"), "--runs-dir", str(tmp_path / "runs")],
+                       env=ENV, capture_output=True, text=True)
+    assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
+    c = sqlite3.connect(tmp_path / "r.db")
+    status, reason = c.execute("SELECT status, reason FROM runs").fetchone()
+    assert status == "failed" and "timeout" in reason
+    assert c.execute("SELECT COUNT(*) FROM records WHERE type = 'machine'").fetchone()[0] == 1
+    assert c.execute("SELECT COUNT(*) FROM records WHERE type = 'chunk'").fetchone()[0] == 0
