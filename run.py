@@ -291,10 +291,10 @@ def cmd_list(argv) -> int:
     print("topologies (topologies/*.toml, or --topology PATH):")
     for name in topologies.available():
         t = topologies.load(name)
-        print(f"  {name:<11} {t.shape():<22} {t.nodes:>2} nodes x {t.cpus_per_node} CPU, {t.memory_mib:>4} MiB/node, "
+        print(f"  {name:<12} {t.shape():<22} {t.nodes:>2} nodes x {t.cpus_per_node} CPU, {t.memory_mib:>4} MiB/node, "
               f"guest {t.guest_isa}{' (native ' + t.native_isa + ')' if t.native_isa != t.guest_isa else ''}, "
               f"max {t.max_hops()} hops")
-        print(f"  {'':<11} {t.description}")
+        print(f"  {'':<12} {t.description}")
     print("\nexperiments (experiments/<name>/manifest.toml):")
     for name in experiments.available():
         e = experiments.load(name)

@@ -34,6 +34,9 @@ def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "") -> str:
            f"(scale 1/{round(1 / topo.scale)})"]
     if topo.guest_isa != topo.native_isa:
         out.append(f"guest ISA {topo.guest_isa} substituted for the machine's {topo.native_isa}")
+    if topo.guest_isa == "alpha":
+        out.append("Alpha guest (native ISA, QEMU clipper): no NUMA (Linux removed Alpha NUMA in 5.14), "
+                   "one node of at most 4 CPUs; no transparent huge pages; NUMA and THP knobs do not apply")
     if timing == "off":
         out.append("timing functional only (QEMU TCG, no memory-system model): guest times do not include "
                    "remote-memory or lock latency")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from analysis import records as rec
 
-QEMU = {"x86_64": "qemu-system-x86_64"}
+QEMU = {"x86_64": "qemu-system-x86_64", "alpha": "qemu-system-alpha"}
 MODES = {
     # Deterministic: one instruction = 1 ns of guest time, idle time skipped,
     # guest clock pinned: same inputs give the same instruction counts and
@@ -38,8 +38,9 @@ class EngineError(RuntimeError):
 def qemu_version(binary: str = "qemu-system-x86_64") -> str:
     path = shutil.which(binary)
     if not path:
+        pkg = "qemu-system-misc" if binary == QEMU["alpha"] else "qemu-system-x86"
         raise EngineError(f"{binary} not found: install it with "
-                          f"`apt-get install -t bookworm-backports qemu-system-x86`")
+                          f"`apt-get install -t bookworm-backports {pkg}`")
     out = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
     m = re.search(r"version (\d+)\.(\d+)\.(\d+)", out)
     if not m:
@@ -82,6 +83,9 @@ def command_line(topo, kernel: Path, initrd: Path, *, mode: str = "icount", swap
     """plugin: (the timing plugin's .so, its config file), or None for plain QEMU."""
     if mode not in MODES:
         raise EngineError(f"--qemu-mode: expected one of {', '.join(MODES)}, got {mode!r}")
+    if topo.guest_isa == "alpha":
+        return alpha_command_line(topo, kernel, initrd, mode=mode, swap_image=swap_image, append=append,
+                                  binary=binary)
     machine = "q35" + (",hmat=on" if hmat else "")
     cmd = [binary, "-machine", machine, "-nodefaults", "-display", "none", "-monitor", "none",
            # qemu64: no RDRAND, whose host randomness would break determinism.
@@ -94,6 +98,24 @@ def command_line(topo, kernel: Path, initrd: Path, *, mode: str = "icount", swap
     cmd += numa_args(topo, hmat)
     if plugin is not None:
         cmd += ["-plugin", f"{plugin[0]},config={plugin[1]}"]
+    if swap_image is not None:
+        cmd += ["-drive", f"file={swap_image},if=none,format=raw,id=swap,cache=unsafe",
+                "-device", "virtio-blk-pci,drive=swap"]
+    return cmd
+
+
+def alpha_command_line(topo, kernel: Path, initrd: Path, *, mode: str = "icount", swap_image: Path | None = None,
+                       append: str = "", binary: str = "qemu-system-alpha") -> list[str]:
+    """QEMU's clipper (DP264, 21264 CPUs): the ELF vmlinux is loaded by QEMU
+    with its own PALcode; at most 4 CPUs and one memory (the topology stage
+    refuses more), so no NUMA arguments. Its PCI bus takes virtio-blk."""
+    if binary == "qemu-system-x86_64":
+        binary = QEMU["alpha"]
+    cmd = [binary, "-machine", "clipper", "-nodefaults", "-display", "none", "-monitor", "none",
+           "-cpu", "ev67", "-m", f"{topo.total_memory_mib}M", "-smp", str(topo.cpus),
+           *MODES[mode], "-no-reboot",
+           "-kernel", str(kernel), "-initrd", str(initrd),
+           "-append", ("console=ttyS0 panic=-1 " + append).strip()]
     if swap_image is not None:
         cmd += ["-drive", f"file={swap_image},if=none,format=raw,id=swap,cache=unsafe",
                 "-device", "virtio-blk-pci,drive=swap"]

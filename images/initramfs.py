@@ -1,5 +1,7 @@
-"""Guest userland: an uncompressed newc initramfs with static busybox, the
-experiment's static programs, vmlab-probe and /init.
+"""Guest userland: an uncompressed newc initramfs with the experiment's
+static programs, vmlab-probe and /init: on x86_64 static busybox and the
+shell /init; on Alpha (no busybox package) our own static C /init (init.c),
+which does the same steps and reports the same records.
 
 The archive is written here rather than with cpio(1) so that it needs no
 root (the /dev/console node) and is byte-for-byte reproducible (mtime 0,
@@ -14,7 +16,20 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 INIT = HERE / "initramfs" / "init"
 PROBE_SRC = HERE / "initramfs" / "probe.c"
+INIT_C = HERE / "initramfs" / "init.c"
 BUSYBOX = Path("/bin/busybox")  # Debian's busybox-static
+
+# Guest C compiler and extra flags per arch. Alpha: static glibc binaries
+# crash in __ctype_init unless linked without relaxation (measured).
+GUEST_CC = {
+    "x86_64": ("gcc", ""),
+    "alpha": ("alpha-linux-gnu-gcc", " -Wl,--no-relax"),
+}
+
+
+def shell_init(arch: str) -> bool:
+    """Whether the arch's /init is the busybox shell script (else init.c)."""
+    return arch == "x86_64"
 
 DIRS = ("bin", "dev", "proc", "sys", "tmp", "vmlab", "mnt")
 
@@ -46,11 +61,17 @@ def cpio(files: dict[str, tuple[int, bytes]], devices: dict[str, tuple[int, int,
     return blob + b"\0" * (-len(blob) % 512)
 
 
-def base_archive(binaries: dict[str, Path]) -> bytes:
-    """The experiment's archive: busybox, /init and the given static programs."""
-    if not BUSYBOX.is_file():
-        raise FileNotFoundError(f"{BUSYBOX} missing: install it with `apt-get install busybox-static`")
-    files = {"init": (0o755, INIT.read_bytes()), "bin/busybox": (0o755, BUSYBOX.read_bytes())}
+def base_archive(binaries: dict[str, Path], arch: str = "x86_64") -> bytes:
+    """The experiment's archive: /init (with busybox where the arch uses the
+    shell /init; else the compiled `init` among the binaries) and the given
+    static programs under /bin."""
+    binaries = dict(binaries)
+    if shell_init(arch):
+        if not BUSYBOX.is_file():
+            raise FileNotFoundError(f"{BUSYBOX} missing: install it with `apt-get install busybox-static`")
+        files = {"init": (0o755, INIT.read_bytes()), "bin/busybox": (0o755, BUSYBOX.read_bytes())}
+    else:
+        files = {"init": (0o755, Path(binaries.pop("init")).read_bytes())}
     for name, path in binaries.items():
         files[f"bin/{name}"] = (0o755, Path(path).read_bytes())
     devices = {"dev/console": (stat.S_IFCHR | 0o600, 5, 1)}

@@ -25,6 +25,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 KDIR = HERE / "kernel"
 PATCHES = HERE / "patches"  # images/patches/<set>/series (+ README.md); vanilla = the empty set
+# Per-arch fixes applied to every build of that arch after the patch set's
+# series (e.g. Alpha: make 6.1.192 build at all); part of the cache key.
+ARCH_FIXES = KDIR / "arch-fixes"
 SOURCE_PACKAGE = "linux-source-6.1"
 SOURCE_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
 # Bump when the recipe below changes what a build produces.
@@ -32,6 +35,8 @@ RECIPE_VERSION = "1"
 
 ARCHES = {
     "x86_64": {"make_arch": "x86_64", "cross": "", "image": "arch/x86/boot/bzImage", "target": "bzImage"},
+    # QEMU's clipper loads the ELF vmlinux itself (its PALcode comes with QEMU).
+    "alpha": {"make_arch": "alpha", "cross": "alpha-linux-gnu-", "image": "vmlinux", "target": "vmlinux"},
 }
 FLAVORS = ("default", "lockstat")
 
@@ -69,6 +74,10 @@ def series(patchset: str) -> list[Path]:
     f = PATCHES / patchset / "series"
     if patchset == "vanilla" and not f.exists():
         return []
+    return _read_series(f)
+
+
+def _read_series(f: Path) -> list[Path]:
     out = []
     for n, line in enumerate(f.read_text().splitlines(), 1):
         line = line.split("#", 1)[0].strip()
@@ -79,6 +88,16 @@ def series(patchset: str) -> list[Path]:
             raise BuildError(f"{f}: line {n}: patch file {line!r} not found")
         out.append(p)
     return out
+
+
+def arch_fixes(arch: str) -> list[Path]:
+    """The arch's own fix series (empty for most arches)."""
+    f = ARCH_FIXES / arch / "series"
+    return _read_series(f) if f.is_file() else []
+
+
+def all_patches(v: Variant) -> list[Path]:
+    return series(v.patchset) + arch_fixes(v.arch)
 
 
 def fragments(v: Variant) -> list[Path]:
@@ -105,7 +124,7 @@ def key(v: Variant) -> str:
     h = hashlib.sha256()
     h.update(f"recipe {RECIPE_VERSION}\nsource {SOURCE_PACKAGE} {source_version()} "
              f"{SOURCE_TARBALL.stat().st_size}\n{v.arch} {v.flavor} {v.patchset}\n".encode())
-    for f in fragments(v) + series(v.patchset):
+    for f in fragments(v) + all_patches(v):
         h.update(f"{f.name}\n".encode())
         h.update(f.read_bytes())
     return h.hexdigest()
@@ -168,7 +187,7 @@ def work_source(cache: Path, v: Variant) -> Path:
         (tmp / ".vmlab-applied").write_text(json.dumps({"patchset": "vanilla", "files": [], "source": base.name}))
         tmp.rename(work)
     state = json.loads(state_f.read_text())
-    patches = series(v.patchset)
+    patches = all_patches(v)  # the set's series, then the arch's fixes
     if state.get("source") != base.name:
         raise BuildError(f"{work}: built from {state.get('source')}, not {base.name}; remove it and rebuild")
     if state["patchset"] == v.patchset and state.get("series") == _series_hash(patches):
@@ -194,7 +213,8 @@ def work_source(cache: Path, v: Variant) -> Path:
                 if m and (work / m.group(1)).exists():
                     rej = (work / m.group(1)).read_text(errors="replace")[:2000]
                     (work / m.group(1)).unlink()
-            raise BuildError(f"patch set {v.patchset}: {p.name} does not apply: "
+            where = f"arch fixes {v.arch}" if p.parent.parent == ARCH_FIXES else f"patch set {v.patchset}"
+            raise BuildError(f"{where}: {p.name} does not apply: "
                              f"{'; '.join(hunks) or r.stdout.strip()[-300:]}\n{rej}")
     state_f.write_text(json.dumps({**state, "patchset": v.patchset, "files": files,
                                    "series": _series_hash(patches)}))
@@ -301,6 +321,7 @@ def _build_locked(cache: Path, v: Variant, out: Path, jobs: int | None) -> Path:
     meta = {
         "arch": v.arch, "flavor": v.flavor, "patchset": v.patchset,
         "patches": [p.name for p in series(v.patchset)],
+        "arch_fixes": [p.name for p in arch_fixes(v.arch)],
         "source_package": f"{SOURCE_PACKAGE} {source_version()}", "release": release,
         "config_sha256": hashlib.sha256((bdir / ".config").read_bytes()).hexdigest(),
         "kernel_sha256": hashlib.sha256((bdir / a["image"]).read_bytes()).hexdigest(),
@@ -317,5 +338,5 @@ def load_meta(artifact: Path) -> dict:
     return json.loads((artifact / "meta.json").read_text())
 
 
-if __name__ == "__main__":  # handy for a manual build: python -m images.kernel CACHE
-    print(build(Path(sys.argv[1]), Variant()))
+if __name__ == "__main__":  # handy for a manual build: python -m images.kernel CACHE [ARCH]
+    print(build(Path(sys.argv[1]), Variant(sys.argv[2] if len(sys.argv) > 2 else "x86_64")))

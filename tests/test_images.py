@@ -136,3 +136,55 @@ def test_shipped_patch_sets_are_complete(name):
     added = "".join(l for p in patches for l in p.read_text().splitlines(True) if l.startswith("+"))
     assert f'"vmlab-patch: {name}' in added
     assert f"vmlab_patch_{name.replace('-', '_')}(void)" in added
+
+
+def test_alpha_archive_has_compiled_init_and_no_busybox(tmp_path):
+    init, probe = tmp_path / "init", tmp_path / "probe"
+    init.write_bytes(b"\x7fELF init")
+    probe.write_bytes(b"\x7fELF probe")
+    entries, _ = read_cpio(initramfs.base_archive({"init": init, "vmlab-probe": probe}, "alpha"))
+    assert entries["init"][3] == b"\x7fELF init" and entries["init"][0] & 0o111
+    assert entries["bin/vmlab-probe"][3] == b"\x7fELF probe"
+    assert "bin/busybox" not in entries and "bin/init" not in entries
+    assert stat.S_ISCHR(entries["dev/console"][0])
+
+
+def test_alpha_kernel_key_includes_arch_fixes(tmp_path, monkeypatch):
+    try:
+        kernel.source_version()
+    except kernel.BuildError:
+        pytest.skip("linux-source-6.1 not installed")
+    alpha = kernel.Variant(arch="alpha")
+    assert [p.name for p in kernel.all_patches(alpha)] == [p.name for p in kernel.arch_fixes("alpha")]
+    assert kernel.arch_fixes("alpha") and not kernel.arch_fixes("x86_64")
+    k = kernel.key(alpha)
+    fixes = tmp_path / "alpha"
+    fixes.mkdir()
+    (fixes / "series").write_text("0001-x.patch\n")
+    (fixes / "0001-x.patch").write_text(kernel.arch_fixes("alpha")[0].read_text() + "\n")
+    monkeypatch.setattr(kernel, "ARCH_FIXES", tmp_path)
+    assert kernel.key(alpha) != k
+    assert kernel.key(kernel.Variant()) == kernel.key(kernel.Variant())  # x86_64 has none
+
+
+def test_arch_fixes_apply_after_the_patch_set(tmp_path, monkeypatch):
+    """An Alpha build of a patch set gets the set's series, then the arch fixes."""
+    cache = tmp_path / "cache"
+    ver = "0-test"
+    src = cache / "src" / f"{kernel.SOURCE_PACKAGE}_{ver}"
+    src.mkdir(parents=True)
+    (src / "Makefile").write_text("all:\n")
+    (src / "mm.c").write_text("int a = 1;\n")
+    (src / "arch.c").write_text("int b = 1;\n")
+    for d, f, name in ((tmp_path / "patches" / "set", "mm.c", "a"), (tmp_path / "fixes" / "alpha", "arch.c", "b")):
+        d.mkdir(parents=True)
+        (d / "series").write_text("0001.patch\n")
+        (d / "0001.patch").write_text(f"--- a/{f}\n+++ b/{f}\n@@ -1 +1 @@\n-int {name} = 1;\n+int {name} = 2;\n")
+    monkeypatch.setattr(kernel, "PATCHES", tmp_path / "patches")
+    monkeypatch.setattr(kernel, "ARCH_FIXES", tmp_path / "fixes")
+    monkeypatch.setattr(kernel, "source_version", lambda: ver)
+    out = kernel.work_source(cache, kernel.Variant(arch="alpha", patchset="set"))
+    assert (out / "mm.c").read_text() == "int a = 2;\n" and (out / "arch.c").read_text() == "int b = 2;\n"
+    assert (src / "arch.c").read_text() == "int b = 1;\n"  # the pristine tree is untouched
+    x86 = kernel.work_source(cache, kernel.Variant(patchset="set"))
+    assert (x86 / "arch.c").read_text() == "int b = 1;\n" and x86 != out

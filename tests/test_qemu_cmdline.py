@@ -45,3 +45,19 @@ def test_sockets_topology_and_mttcg():
 def test_qemu_version_is_10_or_later():
     v = qemu.qemu_version()
     assert int(v.split(".")[0]) >= 10
+
+
+def test_alpha_clipper_command_line():
+    t = T.load("es-clipper-4")
+    cmd = qemu.command_line(t, Path("vmlinux"), Path("i"), swap_image=Path("s.img"), binary=qemu.QEMU["alpha"])
+    assert cmd[0] == "qemu-system-alpha"
+    assert opts(cmd, "-machine") == ["clipper"] and opts(cmd, "-smp") == ["4"] and opts(cmd, "-m") == ["256M"]
+    assert opts(cmd, "-kernel") == ["vmlinux"] and opts(cmd, "-icount") == ["shift=0,sleep=off"]
+    assert "-numa" not in cmd and "-object" not in cmd  # Linux on Alpha has no NUMA
+    assert opts(cmd, "-append")[0].startswith("console=ttyS0")
+    assert any("virtio-blk-pci" in o for o in opts(cmd, "-device"))
+
+
+def test_alpha_qemu_is_10_or_later():
+    v = qemu.qemu_version(qemu.QEMU["alpha"])
+    assert int(v.split(".")[0]) >= 10

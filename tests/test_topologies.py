@@ -116,7 +116,7 @@ def test_required_shipped_set():
     ("clock_ghz = 1.0\n", "", "cpu.clock_ghz", "missing"),
     ('kind = "torus"', 'kind = "mesh"', "interconnect.kind", "'torus' or 'sockets'"),
     ("ways = 2", "ways = 3", "caches.l1d.size_kib", "divides"),
-    ('guest_isa = "x86_64"', 'guest_isa = "alpha"', "guest_isa", "at most 4 CPUs"),
+    ('guest_isa = "x86_64"', 'guest_isa = "alpha"', "nodes.count", "removed Alpha NUMA in 5.14"),
 ])
 def test_validation_names_file_field_and_expectation(tmp_path, old, new, field, expect):
     p = write(tmp_path, GOOD.replace(old, new))
@@ -150,3 +150,18 @@ def test_content_hash_changes_with_content(tmp_path):
     b = T.parse(GOOD.replace("hop_latency_ns = 20.0", "hop_latency_ns = 21.0"), tmp_path / "b.toml")
     assert a.sha256 != b.sha256 and len(a.sha256) == 64
     assert math.isclose(b.latency_ns(0, 3), 80 + 2 * 21)
+
+
+def test_alpha_clipper_topology():
+    t = T.load("es-clipper-4")
+    assert (t.guest_isa, t.native_isa, t.nodes, t.cpus) == ("alpha", "alpha", 1, 4)
+    assert t.slit() == [[10]] and t.max_hops() == 0 and t.shape() == "1 node, no links"
+    l1d = next(c for c in t.caches if c.name == "l1d")
+    assert (l1d.size_kib, l1d.ways) == (64, 2)  # the 21264's L1D
+
+
+def test_alpha_guest_limit_names_the_limit(tmp_path):
+    text = T.load("es-clipper-4").text.replace("cpus_per_node = 4", "cpus_per_node = 5")
+    with pytest.raises(T.TopologyError) as e:
+        T.parse(text, tmp_path / "big.toml")
+    assert "'nodes.cpus_per_node'" in str(e.value) and "at most 4 CPUs" in str(e.value) and "got 5" in str(e.value)

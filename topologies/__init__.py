@@ -84,6 +84,8 @@ class Topology:
         return list(range(node * c, node * c + c))
 
     def shape(self) -> str:
+        if self.nodes == 1:
+            return "1 node, no links"
         if self.kind == "torus":
             return "x".join(map(str, self.dims)) + " torus"
         return f"{self.nodes} sockets, {len(self.links)} links"
@@ -265,10 +267,14 @@ def parse(text: str, path: Path) -> Topology:
         caches.append(Cache(cname, size, ways, line, lat))
     sources = r.get("sources", list, check=lambda v: len(v) > 0 and all(isinstance(s, str) for s in v),
                     expected="a non-empty list of citations for the figures")
+    if guest_isa == "alpha" and count > 1:
+        raise TopologyError(path, "nodes.count",
+                            f"1 for an alpha guest (Linux removed Alpha NUMA in 5.14; NUMA shapes need "
+                            f"guest_isa = \"x86_64\"), got {count}")
     if guest_isa == "alpha" and count * cpn > ALPHA_MAX_CPUS:
-        raise TopologyError(path, "guest_isa",
-                            f"an x86_64 guest: QEMU's Alpha machine (clipper) takes at most {ALPHA_MAX_CPUS} CPUs, "
-                            f"this topology has {count * cpn}")
+        raise TopologyError(path, "nodes.cpus_per_node",
+                            f"at most {ALPHA_MAX_CPUS} CPUs for an alpha guest (QEMU's clipper machine takes at most "
+                            f"{ALPHA_MAX_CPUS}; use guest_isa = \"x86_64\" for more), got {count * cpn}")
     return Topology(
         name=name, path=path, text=text, description=r.get("description", str, required=False, default=""),
         native_isa=native_isa, guest_isa=guest_isa, nodes=count, cpus_per_node=cpn,

@@ -146,9 +146,9 @@ static double vl_now_ms(clockid_t c)
 }
 
 /* ---- /proc and /sys readers ---------------------------------------------- */
-static char *vl_slurp(const char *path)
+static char *vl_slurp(const char *path) /* NULL path: NULL */
 {
-	int fd = open(path, O_RDONLY);
+	int fd = path ? open(path, O_RDONLY) : -1;
 	if (fd < 0)
 		return NULL;
 	size_t cap = 8192, len = 0;
@@ -166,16 +166,43 @@ static char *vl_slurp(const char *path)
 	return s;
 }
 
+/* A kernel without NUMA (Alpha: removed in 5.14) has no
+ * /sys/devices/system/node; it is one node, node 0, whose figures are the
+ * machine's own, as Linux itself treats it (node_distance() = 10). */
+static int vl_numa(void)
+{
+	return access("/sys/devices/system/node/node0", F_OK) == 0;
+}
+
 static int vl_nodes(void) /* number of possible NUMA nodes that exist */
 {
 	int n = 0;
 	char p[96];
+	if (!vl_numa())
+		return 1;
 	for (;;) {
 		snprintf(p, sizeof p, "/sys/devices/system/node/node%d", n);
 		if (access(p, F_OK))
 			return n;
 		n++;
 	}
+}
+
+/* Path of a node's sysfs file; on a kernel without NUMA the machine-wide
+ * file that holds the same figures, or NULL where there is none. */
+static const char *vl_node_file(char *p, size_t sz, int node, const char *file)
+{
+	if (!vl_numa()) {
+		if (!strcmp(file, "meminfo"))
+			return "/proc/meminfo";
+		if (!strcmp(file, "vmstat"))
+			return "/proc/vmstat";
+		if (!strcmp(file, "cpulist"))
+			return "/sys/devices/system/cpu/online";
+		return NULL;
+	}
+	snprintf(p, sz, "/sys/devices/system/node/node%d/%s", node, file);
+	return p;
 }
 
 /* "key value" lines (vmstat, numastat) as JSON members; `only` (NULL-ended)
@@ -235,12 +262,16 @@ static void vl_nodemem(vl_buf *b, int nodes)
 	char p[96];
 	vl_open(b, "nodes", '[');
 	for (int n = 0; n < nodes; n++) {
-		snprintf(p, sizeof p, "/sys/devices/system/node/node%d/meminfo", n);
-		char *s = vl_slurp(p);
+		char *s = vl_slurp(vl_node_file(p, sizeof p, n, "meminfo"));
 		vl_open(b, NULL, '{');
 		vl_kint(b, "node", n);
-		for (const char **f = VL_NODE_FIELDS; *f; f++)
-			vl_kint(b, *f, s ? vl_node_meminfo(s, *f) : -1);
+		for (const char **f = VL_NODE_FIELDS; *f; f++) {
+			long long v = s ? vl_node_meminfo(s, *f) : -1;
+			/* /proc/meminfo (no NUMA) lacks the node file's MemUsed: same definition */
+			if (v < 0 && s && !strcmp(*f, "MemUsed"))
+				v = vl_node_meminfo(s, "MemTotal") - vl_node_meminfo(s, "MemFree");
+			vl_kint(b, *f, v);
+		}
 		vl_close(b, '}');
 		free(s);
 	}
@@ -253,8 +284,7 @@ static void vl_nodefree(vl_buf *b, int nodes)
 	char p[96];
 	vl_open(b, "free_kib", '[');
 	for (int n = 0; n < nodes; n++) {
-		snprintf(p, sizeof p, "/sys/devices/system/node/node%d/meminfo", n);
-		char *s = vl_slurp(p);
+		char *s = vl_slurp(vl_node_file(p, sizeof p, n, "meminfo"));
 		vl_sep(b);
 		vl_raw(b, "%lld", s ? vl_node_meminfo(s, "MemFree") : -1LL);
 		free(s);
@@ -326,10 +356,8 @@ static void vl_snapshot(const char *phase)
 	vl_open(&b, "nodes", '[');
 	for (int n = 0; n < nodes; n++) {
 		vl_open(&b, NULL, '{');
-		snprintf(p, sizeof p, "/sys/devices/system/node/node%d/numastat", n);
-		vl_kv_fields(&b, p, NULL);
-		snprintf(p, sizeof p, "/sys/devices/system/node/node%d/vmstat", n);
-		vl_kv_fields(&b, p, VL_NODE_VMSTAT);
+		vl_kv_fields(&b, vl_node_file(p, sizeof p, n, "numastat"), NULL);
+		vl_kv_fields(&b, vl_node_file(p, sizeof p, n, "vmstat"), VL_NODE_VMSTAT);
 		vl_close(&b, '}');
 	}
 	vl_close(&b, ']');

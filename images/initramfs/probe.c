@@ -14,7 +14,7 @@ static void trim(char *s)
 		s[--n] = 0;
 }
 
-static void file_str(vl_buf *b, const char *k, const char *path)
+static void file_str(vl_buf *b, const char *k, const char *path) /* NULL path: "" */
 {
 	char *s = vl_slurp(path);
 	if (s)
@@ -46,23 +46,20 @@ static void machine(void)
 	vl_kint(&b, "lock_stat", access("/proc/lock_stat", R_OK) == 0);
 	vl_kint(&b, "mem_total_kib", vl_meminfo("MemTotal"));
 	vl_kint(&b, "swap_total_kib", vl_meminfo("SwapTotal"));
+	vl_kint(&b, "numa", vl_numa());
 	vl_open(&b, "nodes", '[');
 	for (int n = 0; n < nodes; n++) {
 		vl_open(&b, NULL, '{');
 		vl_kint(&b, "node", n);
-		snprintf(p, sizeof p, "/sys/devices/system/node/node%d/cpulist", n);
-		file_str(&b, "cpus", p);
-		snprintf(p, sizeof p, "/sys/devices/system/node/node%d/meminfo", n);
-		char *s = vl_slurp(p);
+		file_str(&b, "cpus", vl_node_file(p, sizeof p, n, "cpulist"));
+		char *s = vl_slurp(vl_node_file(p, sizeof p, n, "meminfo"));
 		vl_kint(&b, "mem_total_kib", s ? vl_node_meminfo(s, "MemTotal") : -1);
 		free(s);
 		/* HMAT, as the kernel parsed it: best initiator's latency (ns) and bandwidth (MB/s) */
-		snprintf(p, sizeof p, "/sys/devices/system/node/node%d/access0/initiators/read_latency", n);
-		s = vl_slurp(p);
+		s = vl_slurp(vl_node_file(p, sizeof p, n, "access0/initiators/read_latency"));
 		vl_kint(&b, "hmat_read_latency_ns", s ? atoll(s) : -1);
 		free(s);
-		snprintf(p, sizeof p, "/sys/devices/system/node/node%d/access0/initiators/read_bandwidth", n);
-		s = vl_slurp(p);
+		s = vl_slurp(vl_node_file(p, sizeof p, n, "access0/initiators/read_bandwidth"));
 		vl_kint(&b, "hmat_read_bandwidth_mbps", s ? atoll(s) : -1);
 		free(s);
 		vl_close(&b, '}');
@@ -70,8 +67,8 @@ static void machine(void)
 	vl_close(&b, ']');
 	vl_open(&b, "distances", '[');
 	for (int n = 0; n < nodes; n++) {
-		snprintf(p, sizeof p, "/sys/devices/system/node/node%d/distance", n);
-		char *s = vl_slurp(p);
+		/* without NUMA, the one node's distance to itself: LOCAL_DISTANCE */
+		char *s = vl_numa() ? vl_slurp(vl_node_file(p, sizeof p, n, "distance")) : strdup("10");
 		vl_open(&b, NULL, '[');
 		for (char *t = s ? strtok(s, " \n") : NULL; t; t = strtok(NULL, " \n")) {
 			vl_sep(&b);

@@ -1,0 +1,273 @@
+/*
+ * vmlab guest /init in C, for guests without busybox (Alpha): the same steps
+ * and the same records as the shell /init beside it (images/initramfs/init):
+ * mount, apply /vmlab/knobs, set up swap from /vmlab/run.conf (zram or a
+ * disk; the swap header is written here, as mkswap would), report the
+ * machine, hang hook, snapshots around the experiment, end record, power off.
+ *
+ * The experiment's command (VMLAB_CMD) is split into argv here with sh's
+ * quoting rules for words ('...', "...", \x); there is no shell, so a
+ * command that needs one (pipes, ;, &&, redirections) is refused with an
+ * `init` record rather than run wrongly.
+ *
+ * Not as PID 1, `init mkswap FILE` only writes a swap header and `init argv
+ * CMD` prints the words it would run, so the host's tests can check both
+ * (against util-linux's mkswap and Python's shlex).
+ */
+#include "vmlab.h"
+#include <stdint.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/stat.h>
+#include <sys/swap.h>
+#include <sys/wait.h>
+
+#define CONF_MAX 64
+
+static char *conf_key[CONF_MAX], *conf_val[CONF_MAX];
+static int conf_n;
+
+static void note(const char *step, int ok)
+{
+	vl_buf b = vl_record("init");
+	vl_kstr(&b, "step", step);
+	vl_kint(&b, "ok", ok);
+	vl_emit(&b);
+}
+
+/* Split `s` into words with sh's quoting rules. Returns the word count, or
+ * -1 on an unterminated quote, -2 on an unquoted shell operator. Words are
+ * written into `out` (which must be as long as s + 1) and pointed to by
+ * argv (at most max - 1 words, NULL-terminated). */
+static int split_words(const char *s, char *out, char **argv, int max)
+{
+	int n = 0;
+	char *o = out;
+	while (*s) {
+		while (*s == ' ' || *s == '\t' || *s == '\n')
+			s++;
+		if (!*s)
+			break;
+		if (n >= max - 1)
+			return -1;
+		argv[n++] = o;
+		while (*s && *s != ' ' && *s != '\t' && *s != '\n') {
+			if (*s == '\'') {
+				const char *e = strchr(s + 1, '\'');
+				if (!e)
+					return -1;
+				memcpy(o, s + 1, (size_t)(e - s - 1));
+				o += e - s - 1;
+				s = e + 1;
+			} else if (*s == '"') {
+				for (s++; *s && *s != '"'; s++) {
+					if (*s == '\\' && strchr("\"\\$`", s[1]))
+						s++;
+					*o++ = *s;
+				}
+				if (*s != '"')
+					return -1;
+				s++;
+			} else if (*s == '\\' && s[1]) {
+				*o++ = s[1];
+				s += 2;
+			} else if (strchr("|&;<>()$`*?", *s)) {
+				return -2;
+			} else {
+				*o++ = *s++;
+			}
+		}
+		*o++ = 0;
+	}
+	argv[n] = NULL;
+	return n;
+}
+
+/* /vmlab/run.conf: KEY=value lines, the value quoted for sh by the host */
+static void read_conf(void)
+{
+	char *s = vl_slurp("/vmlab/run.conf");
+	if (!s) {
+		note("run.conf", 0);
+		return;
+	}
+	for (char *line = strtok(s, "\n"); line && conf_n < CONF_MAX; line = strtok(NULL, "\n")) {
+		char *eq = strchr(line, '=');
+		if (!eq)
+			continue;
+		*eq = 0;
+		char *buf = malloc(strlen(eq + 1) + 1), *w[2];
+		int n = split_words(eq + 1, buf, w, 2);
+		conf_key[conf_n] = strdup(line);
+		conf_val[conf_n++] = n == 1 ? w[0] : (free(buf), strdup(""));
+	}
+	free(s);
+}
+
+static const char *conf(const char *key)
+{
+	for (int i = 0; i < conf_n; i++)
+		if (!strcmp(conf_key[i], key))
+			return conf_val[i];
+	return "";
+}
+
+static int write_str(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -1;
+	size_t len = strlen(val);
+	int ok = write(fd, val, len) == (ssize_t)len;
+	/* sysctl and sysfs files report a bad value on close or write */
+	ok = close(fd) == 0 && ok;
+	return ok ? 0 : -1;
+}
+
+/* /vmlab/knobs: "parameter file value" per line (experiments/common.toml) */
+static void apply_knobs(void)
+{
+	char *s = vl_slurp("/vmlab/knobs");
+	for (char *line = s ? strtok(s, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+		char name[128], file[256], value[256], v[260];
+		if (sscanf(line, "%127s %255s %255[^\n]", name, file, value) != 3)
+			continue;
+		snprintf(v, sizeof v, "%s\n", value);
+		note(name, write_str(file, v) == 0);
+	}
+	free(s);
+}
+
+/* The v1 swap header mkswap writes: in the first page, at byte 1024,
+ * version 1, the last usable page and no bad pages; "SWAPSPACE2" in the
+ * page's last 10 bytes. The rest of the page is zero. */
+static int write_swap_header(int fd, uint64_t size, long pagesz)
+{
+	if (size < 10 * (uint64_t)pagesz)
+		return -1;
+	char *page = calloc(1, (size_t)pagesz);
+	uint32_t version = 1, last_page = (uint32_t)(size / (uint64_t)pagesz - 1), nbad = 0;
+	memcpy(page + 1024, &version, 4);
+	memcpy(page + 1028, &last_page, 4);
+	memcpy(page + 1032, &nbad, 4);
+	memcpy(page + pagesz - 10, "SWAPSPACE2", 10);
+	int ok = pwrite(fd, page, (size_t)pagesz, 0) == pagesz && fsync(fd) == 0;
+	free(page);
+	return ok ? 0 : -1;
+}
+
+static int mkswap(const char *dev)
+{
+	int fd = open(dev, O_RDWR);
+	if (fd < 0)
+		return -1;
+	uint64_t size = 0;
+	struct stat st;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		size = (uint64_t)st.st_size;
+	else if (ioctl(fd, BLKGETSIZE64, &size))
+		size = 0;
+	int rc = write_swap_header(fd, size, sysconf(_SC_PAGESIZE));
+	close(fd);
+	return rc;
+}
+
+static void setup_swap(void)
+{
+	const char *sw = conf("VMLAB_SWAP");
+	const char *dev = NULL;
+	if (!strncmp(sw, "zram:", 5)) {
+		char size[64];
+		snprintf(size, sizeof size, "%sM\n", sw + 5);
+		if (write_str("/sys/block/zram0/disksize", size) == 0)
+			dev = "/dev/zram0";
+	} else if (!strncmp(sw, "/dev/", 5)) {
+		dev = sw;
+	}
+	if (dev)
+		note("swapon", mkswap(dev) == 0 && swapon(dev, 0) == 0);
+}
+
+/* Run a program to completion with PATH=/bin; its exit status, or 127 */
+static int run(char **argv)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		execvp(argv[0], argv);
+		fprintf(stderr, "init: %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	int st = 0;
+	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (pid < 0)
+		return 127;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int probe(const char *a, const char *b)
+{
+	char *argv[] = {"vmlab-probe", (char *)a, (char *)b, NULL};
+	return run(argv);
+}
+
+int main(int argc, char **argv)
+{
+	if (getpid() != 1) {
+		if (argc == 3 && !strcmp(argv[1], "mkswap"))
+			return mkswap(argv[2]) ? 1 : 0;
+		if (argc == 3 && !strcmp(argv[1], "argv")) { /* the words VMLAB_CMD would run, one per line */
+			char *w = malloc(strlen(argv[2]) + 1), *v[256];
+			int n = split_words(argv[2], w, v, 256);
+			for (int i = 0; i < n; i++)
+				printf("%s\n", v[i]);
+			return n < 0 ? -n : 0;
+		}
+		fprintf(stderr, "usage: init mkswap FILE | init argv CMD (as PID 1 it is the guest's /init)\n");
+		return 2;
+	}
+	setenv("PATH", "/bin", 1);
+	mount("proc", "/proc", "proc", 0, NULL);
+	mount("sysfs", "/sys", "sysfs", 0, NULL);
+	mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
+	mount("tmpfs", "/tmp", "tmpfs", 0, NULL);
+	/* Only emergencies from the kernel on the console, so records keep their lines. */
+	write_str("/proc/sys/kernel/printk", "1\n");
+
+	read_conf();
+	apply_knobs();
+	setup_swap();
+
+	probe("machine", NULL);
+	/* vmlab.hang=1 on the kernel command line: hang here (the host's timeout test) */
+	char *cmdline = vl_slurp("/proc/cmdline");
+	if (cmdline && strstr(cmdline, "vmlab.hang=1"))
+		for (;;)
+			pause();
+	free(cmdline);
+	probe("snapshot", "before");
+	if (chdir("/tmp"))
+		perror("init: chdir /tmp");
+
+	const char *cmd = conf("VMLAB_CMD");
+	char *words = malloc(strlen(cmd) + 1), *cargv[256];
+	int n = split_words(cmd, words, cargv, 256);
+	int rc;
+	if (n > 0) {
+		rc = run(cargv);
+	} else {
+		/* no shell here: say why the command did not run */
+		note(n == -2 ? "command_needs_shell" : "command", 0);
+		rc = 127;
+	}
+	char rcs[16];
+	snprintf(rcs, sizeof rcs, "%d", rc);
+	probe("snapshot", "after");
+	probe("end", rcs);
+	sync();
+	reboot(RB_POWER_OFF);
+	for (;;)
+		pause();
+}

@@ -1,0 +1,75 @@
+"""The C /init (images/initramfs/init.c, the Alpha guests' init), compiled
+for the host: its swap header must be the one util-linux's mkswap writes,
+and its command-line splitting must agree with sh's quoting (shlex)."""
+import shlex
+import shutil
+import struct
+import subprocess
+
+import pytest
+
+from images import initramfs
+
+REPO_LIB = initramfs.HERE.parent / "experiments" / "lib"
+
+
+@pytest.fixture(scope="module")
+def init_bin(tmp_path_factory):
+    if not shutil.which("gcc"):
+        pytest.skip("no host gcc")
+    out = tmp_path_factory.mktemp("init") / "init"
+    subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-sign-compare", "-Wno-unused-parameter",
+                    f"-I{REPO_LIB}", "-o", str(out), str(initramfs.INIT_C)], check=True)
+    return out
+
+
+def header(path, pagesz=4096):
+    page = path.read_bytes()[:pagesz]
+    version, last_page, nbad = struct.unpack_from("<III", page, 1024)
+    return page, version, last_page, nbad
+
+
+def test_swap_header_fields(init_bin, tmp_path):
+    img = tmp_path / "swap.img"
+    img.write_bytes(b"\xff" * (4 << 20))  # old content must be cleared
+    subprocess.run([str(init_bin), "mkswap", str(img)], check=True)
+    page, version, last_page, nbad = header(img)
+    assert page[-10:] == b"SWAPSPACE2"
+    assert (version, last_page, nbad) == (1, (4 << 20) // 4096 - 1, 0)
+    assert page[:1024] == bytes(1024) and page[1036:-10] == bytes(4096 - 1046)
+
+
+def test_swap_header_matches_util_linux_mkswap(init_bin, tmp_path):
+    mkswap = shutil.which("mkswap") or shutil.which("/sbin/mkswap")
+    if not mkswap:
+        pytest.skip("util-linux mkswap not installed")
+    ours, theirs = tmp_path / "ours.img", tmp_path / "theirs.img"
+    for p in (ours, theirs):
+        p.write_bytes(bytes(3 << 20))
+    subprocess.run([str(init_bin), "mkswap", str(ours)], check=True)
+    subprocess.run([mkswap, str(theirs)], check=True, capture_output=True)
+    a, b = bytearray(ours.read_bytes()[:4096]), bytearray(theirs.read_bytes()[:4096])
+    a[1036:1052] = b[1036:1052] = bytes(16)  # the UUID: util-linux draws a random one
+    assert a == b
+
+
+def test_swap_header_refuses_a_tiny_device(init_bin, tmp_path):
+    img = tmp_path / "tiny.img"
+    img.write_bytes(bytes(4096))
+    assert subprocess.run([str(init_bin), "mkswap", str(img)]).returncode == 1
+
+
+@pytest.mark.parametrize("cmd", [
+    "memeater --chunk-mib 16 --chunks 4 --cycles 2 --cpu 0 --sample-pages 16",
+    "prog 'a b' \"c  d\" e\\ f '' x",
+    "prog --name=\"it's\" 'say \"hi\"'",
+])
+def test_command_words_match_sh_quoting(init_bin, cmd):
+    r = subprocess.run([str(init_bin), "argv", cmd], capture_output=True, text=True)
+    assert r.returncode == 0
+    assert r.stdout.split("\n")[:-1] == shlex.split(cmd)
+
+
+@pytest.mark.parametrize("cmd,code", [("a | b", 2), ("a && b", 2), ("a > f", 2), ("a 'open", 1)])
+def test_command_needing_a_shell_is_refused(init_bin, cmd, code):
+    assert subprocess.run([str(init_bin), "argv", cmd], capture_output=True).returncode == code
