@@ -123,14 +123,22 @@ def cmd_run(args) -> int:
         with open(swap_img, "wb") as f:
             f.truncate(swap_mib << 20)  # sparse: costs disk only as the guest swaps
     swap_dev = "/dev/vda" if swap_img else (f"zram:{swap_mib}" if swap_mib else "")
+    # A data disk for experiments that declare one (disk_mib): ext2 made and
+    # mounted on /data by /init, the next virtio-blk after swap.
+    data_img = None
+    if plan.all_values.get("disk_mib", 0) > 0:
+        data_img = rdir / "data.img"
+        with open(data_img, "wb") as f:
+            f.truncate(int(plan.all_values["disk_mib"]) << 20)
+    data_dev = ("/dev/vdb" if swap_img else "/dev/vda") if data_img else ""
     conf = (f"VMLAB_EXP={exp.name}\nVMLAB_CMD={sh_quote(plan.command)}\n"
-            f"VMLAB_SWAP={swap_dev}\nVMLAB_SEED={args.seed}\n")
+            f"VMLAB_SWAP={swap_dev}\nVMLAB_DATA={data_dev}\nVMLAB_SEED={args.seed}\n")
     knobs = "".join(f"{name} {path} {value}\n" for name, path, value in plan.knobs())
     initrd = rdir / "initramfs.cpio"
     initrd.write_bytes(built.initramfs.read_bytes() + initramfs.run_archive({"run.conf": conf, "knobs": knobs}))
 
     cmd = qemu.command_line(topo, built.kernel_dir / "kernel", initrd, mode=args.qemu_mode, swap_image=swap_img,
-                            append=args.kernel_append, hmat=not args.no_hmat, binary=qemu.QEMU[topo.guest_isa])
+                            data_image=data_img, append=args.kernel_append, hmat=not args.no_hmat, binary=qemu.QEMU[topo.guest_isa])
     console, qlog = rdir / "console.log", rdir / "qemu.log"
     boot_to = args.boot_timeout or qemu.boot_timeout_s(topo, args.qemu_mode)
     run_to = args.timeout or plan.timeout_s
@@ -147,7 +155,7 @@ def cmd_run(args) -> int:
         "initramfs_sha256": initramfs.sha256(built.initramfs), "engine": "qemu-tcg", "engine_version": qver,
         "qemu_mode": args.qemu_mode, "timing_mode": args.timing, "seed": args.seed,
         "command_line": " ".join(sh_quote(c) for c in cmd), "log_path": str(console),
-        "limitations": summary.limitations(topo, args.qemu_mode, args.timing, swap_dev),
+        "limitations": summary.limitations(topo, args.qemu_mode, args.timing, swap_dev, data_dev),
     }
     run_id = db.start_run(con, row)
     print(f"run {run_id}: {topo.name} ({topo.shape()}, {topo.cpus} CPUs, {topo.memory_mib} MiB/node), "
@@ -160,8 +168,9 @@ def cmd_run(args) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        if swap_img is not None:
-            swap_img.unlink(missing_ok=True)
+        for img in (swap_img, data_img):
+            if img is not None:
+                img.unlink(missing_ok=True)
         status = outcome.status if outcome else "aborted"
         fields = {
             "status": status, "reason": outcome.reason if outcome else "interrupted (Ctrl-C)",

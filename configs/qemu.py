@@ -77,7 +77,8 @@ def numa_args(topo, hmat: bool = True) -> list[str]:
 
 
 def command_line(topo, kernel: Path, initrd: Path, *, mode: str = "icount", swap_image: Path | None = None,
-                 append: str = "", hmat: bool = True, binary: str = "qemu-system-x86_64") -> list[str]:
+                 data_image: Path | None = None, append: str = "", hmat: bool = True,
+                 binary: str = "qemu-system-x86_64") -> list[str]:
     if mode not in MODES:
         raise EngineError(f"--qemu-mode: expected one of {', '.join(MODES)}, got {mode!r}")
     machine = "q35" + (",hmat=on" if hmat else "")
@@ -93,6 +94,10 @@ def command_line(topo, kernel: Path, initrd: Path, *, mode: str = "icount", swap
     if swap_image is not None:
         cmd += ["-drive", f"file={swap_image},if=none,format=raw,id=swap,cache=unsafe",
                 "-device", "virtio-blk-pci,drive=swap"]
+    # The guest's data disk comes after swap, so it is /dev/vdb (or /dev/vda without swap).
+    if data_image is not None:
+        cmd += ["-drive", f"file={data_image},if=none,format=raw,id=data,cache=unsafe",
+                "-device", "virtio-blk-pci,drive=data"]
     return cmd
 
 
@@ -146,6 +151,7 @@ def supervise(cmd: list[str], console: Path, qemu_log: Path, boot_timeout: float
                             n_before = len(parsed.records)
                             rec.parse_line(line, lineno, parsed)
                             for r in parsed.records[n_before:]:
+                                r.host_s = round(time.monotonic() - t0, 3)
                                 if r.type == "machine" and boot_at is None:
                                     boot_at = time.monotonic() - t0
                                 if r.type == "end":
