@@ -303,7 +303,8 @@ def _reclaim(con, run_id, w):
     sb, sa = m.get("swap_used_before"), m.get("swap_used_after")
     peak = con.execute("SELECT MAX(swap_used_kib) FROM chunk_times WHERE run_id = ?", (run_id,)).fetchone()[0]
     peak = m.get("swap_used_peak") if peak is None else max(peak, m.get("swap_used_peak") or 0)
-    w(f"  swap used: {_mib(sb)} MiB before, {_mib(peak)} MiB at peak, {_mib(sa)} MiB after")
+    w(f"  swap used: {_mib(sb)} MiB before, " + (f"{_mib(peak)} MiB at peak, " if peak is not None else "")
+      + f"{_mib(sa)} MiB after")
 
 
 def _memeater_verdict(con, run_id, w):

@@ -46,8 +46,15 @@ static void child(char *region, size_t size, size_t write_bytes, size_t priv_byt
 	_exit(0);
 }
 
-static void worker(int id, int cpu, size_t size, int kids, size_t write_bytes, size_t priv_bytes, double until_ms,
-		   volatile long long *jobs)
+/* Shared by the driver and the workers: the storm starts once every worker
+ * has its region, so a slow first touch under swap does not eat the storm. */
+struct shared {
+	volatile int ready;
+	volatile double until_ms;
+	volatile long long jobs[];
+};
+
+static void worker(int id, int cpu, size_t size, int kids, size_t write_bytes, size_t priv_bytes, struct shared *sh)
 {
 	if (cpu >= 0)
 		vl_pin(cpu);
@@ -55,6 +62,13 @@ static void worker(int id, int cpu, size_t size, int kids, size_t write_bytes, s
 	if (region == MAP_FAILED)
 		_exit(3);
 	memset(region, id + 1, size);
+	__sync_fetch_and_add(&sh->ready, 1);
+	while (sh->until_ms == 0) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	double until_ms = sh->until_ms;
+	volatile long long *jobs = sh->jobs;
 	unsigned long long seed = (unsigned long long)id * 1000003 + 1;
 	int running = 0;
 	while (vl_now_ms(CLOCK_MONOTONIC) < until_ms || running) {
@@ -117,37 +131,56 @@ int main(int argc, char **argv)
 	vl_kint(&b, "cpus", ncpu);
 	vl_emit(&b);
 
-	volatile long long *jobs = mmap(NULL, sizeof(long long) * (size_t)workers, PROT_READ | PROT_WRITE,
-					MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct shared *sh = mmap(NULL, sizeof *sh + sizeof(long long) * (size_t)workers, PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED)
+		return 1;
+	volatile long long *jobs = sh->jobs;
 	long long v0[VL_NRECLAIM], v1[VL_NRECLAIM], c0[7], c1[7];
+	pid_t *wp = calloc((size_t)workers, sizeof *wp);
+	double tp = vl_now_ms(CLOCK_MONOTONIC);
+	for (long w = 0; w < workers; w++) {
+		wp[w] = fork();
+		if (wp[w] == 0)
+			worker((int)w, (int)(w % ncpu), (size_t)region_mib << 20, (int)kids, (size_t)write_kib << 10,
+			       (size_t)priv_kib << 10, sh);
+	}
+	while (sh->ready < workers) {
+		struct timespec ts = {0, 10000000};
+		nanosleep(&ts, NULL);
+	}
+	b = vl_record("forkstorm_ready");
+	vl_kdbl(&b, "populate_ms", vl_now_ms(CLOCK_MONOTONIC) - tp);
+	vl_emit(&b);
+	/* the storm: everything below is measured from here */
 	vl_lockstat_clear(VL_LOCK_STAT);
 	vl_vmstat_many(VL_RECLAIM, v0);
 	cpu_ticks(c0);
 	long long ks0 = vl_kswapd_ticks(NULL, 0);
 	struct tms tm0, tm1;
 	times(&tm0);
-	double t0 = vl_now_ms(CLOCK_MONOTONIC), until = t0 + duration_ms;
-	pid_t *wp = calloc((size_t)workers, sizeof *wp);
-	for (long w = 0; w < workers; w++) {
-		wp[w] = fork();
-		if (wp[w] == 0)
-			worker((int)w, (int)(w % ncpu), (size_t)region_mib << 20, (int)kids, (size_t)write_kib << 10,
-			       (size_t)priv_kib << 10, until, jobs);
-	}
+	pid_t sampler = vl_kswapd_sampler(500);
+	double t0 = vl_now_ms(CLOCK_MONOTONIC);
+	sh->until_ms = t0 + duration_ms;
 	/* progress: jobs and reclaim every tick, until the workers are done */
-	long live = workers;
-	for (long seq = 0; live > 0; seq++) {
-		struct timespec ts = {tick_ms / 1000, (tick_ms % 1000) * 1000000L};
-		while (nanosleep(&ts, &ts) && errno == EINTR)
-			;
-		while (waitpid(-1, NULL, WNOHANG) > 0)
-			live--;
+	long live = workers, seq = 0;
+	double next_tick = t0 + tick_ms;
+	while (live > 0) {
+		/* poll often, so the storm's end is seen within 20 ms */
+		struct timespec ts = {0, 20000000};
+		nanosleep(&ts, NULL);
+		for (long w = 0; w < workers; w++)
+			if (wp[w] > 0 && waitpid(wp[w], NULL, WNOHANG) == wp[w])
+				wp[w] = 0, live--;
+		if (live > 0 && vl_now_ms(CLOCK_MONOTONIC) < next_tick)
+			continue;
+		next_tick += tick_ms;
 		long long j = 0, v[VL_NRECLAIM];
 		for (long w = 0; w < workers; w++)
 			j += jobs[w];
 		vl_vmstat_many(VL_RECLAIM, v);
 		b = vl_record("forkstorm_tick");
-		vl_kint(&b, "seq", seq);
+		vl_kint(&b, "seq", seq++);
 		vl_kdbl(&b, "t_ms", vl_now_ms(CLOCK_MONOTONIC) - t0);
 		vl_kint(&b, "jobs", j);
 		vl_kint(&b, "live_workers", live);
@@ -156,6 +189,7 @@ int main(int argc, char **argv)
 		vl_emit(&b);
 	}
 	double el = vl_now_ms(CLOCK_MONOTONIC) - t0;
+	vl_sampler_stop(sampler);
 	times(&tm1);
 	cpu_ticks(c1);
 	vl_vmstat_many(VL_RECLAIM, v1);

@@ -128,9 +128,11 @@ int main(int argc, char **argv)
 	vl_kint(&b, "seed", seed);
 	vl_kint(&b, "elements_per_proc", n);
 	vl_emit(&b);
+	pid_t sampler = vl_kswapd_sampler(1000);
+	pid_t *pp = calloc((size_t)procs, sizeof *pp);
 	double t0 = vl_now_ms(CLOCK_MONOTONIC);
 	for (long p = 0; p < procs; p++)
-		if (fork() == 0) {
+		if ((pp[p] = fork()) == 0) {
 			close(fds[0]);
 			proc((int)p, n, (unsigned long long)seed, fds[1]);
 		}
@@ -138,12 +140,13 @@ int main(int argc, char **argv)
 	int bad = 0;
 	for (long p = 0; p < procs; p++) {
 		int st;
-		if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+		if (waitpid(pp[p], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
 			bad++;
 	}
 	double el = vl_now_ms(CLOCK_MONOTONIC) - t0;
 	struct rusage ch;
-	getrusage(RUSAGE_CHILDREN, &ch);
+	getrusage(RUSAGE_CHILDREN, &ch); /* the sorters only: the sampler is not reaped yet */
+	vl_sampler_stop(sampler);
 	/* combine the procs' checksums independently of the order they finished */
 	uint64_t sum = 0, x;
 	long got = 0;
