@@ -48,7 +48,7 @@ def test_reproducers_size_themselves_from_the_topology(name):
 def test_working_sets_are_above_ram_where_the_seed_needs_it():
     t = T.load("gs1280-8")
     fs = E.load("forkstorm").resolve(t, {})
-    assert fs.derived["workers"] * fs.derived["region_mib"] > t.total_memory_mib and fs.params["swap_frac"] == 1.0
+    assert fs.derived["workers"] * fs.derived["region_mib"] > t.total_memory_mib and fs.params["swap_frac"] == 2.0
     qs = E.load("qsbench").resolve(t, {})
     assert qs.derived["array_mib"] > t.total_memory_mib
     ml = E.load("mlockchurn").resolve(t, {})

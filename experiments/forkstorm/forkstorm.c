@@ -138,6 +138,7 @@ int main(int argc, char **argv)
 	volatile long long *jobs = sh->jobs;
 	long long v0[VL_NRECLAIM], v1[VL_NRECLAIM], c0[7], c1[7];
 	pid_t *wp = calloc((size_t)workers, sizeof *wp);
+	int *wstatus = calloc((size_t)workers, sizeof *wstatus);
 	double tp = vl_now_ms(CLOCK_MONOTONIC);
 	for (long w = 0; w < workers; w++) {
 		wp[w] = fork();
@@ -170,7 +171,7 @@ int main(int argc, char **argv)
 		struct timespec ts = {0, 20000000};
 		nanosleep(&ts, NULL);
 		for (long w = 0; w < workers; w++)
-			if (wp[w] > 0 && waitpid(wp[w], NULL, WNOHANG) == wp[w])
+			if (wp[w] > 0 && waitpid(wp[w], &wstatus[w], WNOHANG) == wp[w])
 				wp[w] = 0, live--;
 		if (live > 0 && vl_now_ms(CLOCK_MONOTONIC) < next_tick)
 			continue;
@@ -194,10 +195,11 @@ int main(int argc, char **argv)
 	cpu_ticks(c1);
 	vl_vmstat_many(VL_RECLAIM, v1);
 	long long ks1 = vl_kswapd_ticks(NULL, 0);
-	long long total = 0, idle_workers = 0;
+	long long total = 0, idle_workers = 0, killed = 0;
 	for (long w = 0; w < workers; w++) {
 		total += jobs[w];
 		idle_workers += jobs[w] == 0;
+		killed += !WIFEXITED(wstatus[w]) || WEXITSTATUS(wstatus[w]);
 	}
 	long long user = (c1[0] - c0[0]) + (c1[1] - c0[1]), sys = (c1[2] - c0[2]) + (c1[5] - c0[5]) + (c1[6] - c0[6]);
 	long long all = user + sys + (c1[3] - c0[3]) + (c1[4] - c0[4]);
@@ -219,6 +221,13 @@ int main(int argc, char **argv)
 		vl_raw(&b, "%lld", jobs[w]);
 	}
 	vl_close(&b, ']');
+	/* exit code, or minus the signal that ended it (the OOM killer's SIGKILL: -9) */
+	vl_open(&b, "worker_status", '[');
+	for (long w = 0; w < workers; w++) {
+		vl_sep(&b);
+		vl_raw(&b, "%d", WIFEXITED(wstatus[w]) ? WEXITSTATUS(wstatus[w]) : -WTERMSIG(wstatus[w]));
+	}
+	vl_close(&b, ']');
 	vl_reclaim_delta(&b, "vmstat", v0, v1);
 	static const char *locks[] = {"anon_vma", "ptl", "lru_lock", "mmap_lock", NULL};
 	vl_lockstat_match(&b, "locks", VL_LOCK_STAT, locks);
@@ -235,6 +244,8 @@ int main(int argc, char **argv)
 	long long swpout = v1[5] - v0[5], scan = (v1[0] - v0[0]) + (v1[1] - v0[1]);
 	vl_sanity sc = vl_sanity_begin(PROG);
 	vl_sanity_check(&sc, "jobs", total > 0 && !idle_workers, (double)total, "> 0, every worker completed jobs");
+	vl_sanity_check(&sc, "workers_survived", !killed, (double)killed,
+			"0 workers killed or failed (the OOM killer means the storm was sized past RAM + swap)");
 	vl_sanity_check(&sc, "pgscan", scan > 0, (double)scan, "> 0: reclaim ran during the storm");
 	vl_sanity_check(&sc, "pswpout", swpout > 0, (double)swpout, "> 0: the working set was above RAM and swapped");
 	vl_sanity_end(&sc);

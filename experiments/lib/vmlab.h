@@ -372,7 +372,7 @@ static void vl_vmstat_many(const char **names, long long *out)
 /* What reclaim did, the same counters every reproducer reports per phase. */
 static const char *VL_RECLAIM[] = {
 	"pgscan_kswapd", "pgscan_direct", "pgsteal_kswapd", "pgsteal_direct", "pswpin", "pswpout",
-	"pgmajfault", "pgfault", "pgpgin", "pgpgout", "allocstall_normal", "allocstall_dma32", NULL,
+	"pgmajfault", "pgfault", "pgpgin", "pgpgout", "allocstall_normal", "allocstall_dma32", "oom_kill", NULL,
 };
 #define VL_NRECLAIM (sizeof VL_RECLAIM / sizeof *VL_RECLAIM - 1)
 
