@@ -253,7 +253,9 @@ def cmd_query(argv) -> int:
     from analysis import db, summary
     p = argparse.ArgumentParser(prog="./run.py query", description=(
         "Run read-only SQL on the results database. Tables: runs, records, chunk_times, node_free, node_mem, "
-        "node_stat (numastat and per-node reclaim counters), vmstat, kswapd, metrics, guest_nodes, guest_distances; "
+        "node_stat (numastat and per-node reclaim counters), vmstat, kswapd, metrics, guest_nodes, guest_distances, "
+        "repro_sanity, repro_kswapd_samples, repro_lockstat, mlockchurn_chunks, kvio_levels, forkstorm_ticks, "
+        "forkstorm_workers, qsbench_procs; "
         "views: v_runs, v_chunk_cycle, v_vmstat_delta, v_node_mem_delta, v_node_stat_delta."))
     p.add_argument("sql", nargs="?", default="SELECT * FROM v_runs ORDER BY id DESC LIMIT 20")
     p.add_argument("--csv", action="store_true", help="print CSV instead of a table")
