@@ -209,8 +209,9 @@ def render_mlockchurn(con, run_id, r, params, w) -> None:
           f"the {len(later)} after (recycling) {statistics.mean(later) / 1e3:.2f} s")
     w(f"  reclaim: {_f(m.get('mlockchurn.pgscan'), '{:.0f}')} pages scanned, "
       f"{_f(m.get('mlockchurn.pgsteal'), '{:.0f}')} reclaimed (efficiency "
-      f"{_f(m.get('mlockchurn.reclaim_efficiency'))}); kswapd CPU share over the chunks "
-      f"{_f(m.get('mlockchurn.kswapd_cpu_share'), '{:.3f}')} (the seed's storm: 1.0)")
+      f"{_f(m.get('mlockchurn.reclaim_efficiency'))}); kswapd CPU over the chunks "
+      f"{_f(m.get('mlockchurn.kswapd_cpu_share'), '{:.3f}')} CPUs, all {r['nodes']} nodes' kswapds together "
+      f"(the seed's storm: its one kswapd at 100 %, 1.0; per node see the peak below)")
 
 
 def render_kvio(con, run_id, r, params, w) -> None:
