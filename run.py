@@ -172,8 +172,16 @@ def run_one(args, con, dbpath, topo, exp, plan, variant, built, userland, qver, 
         with open(swap_img, "wb") as f:
             f.truncate(swap_mib << 20)  # sparse: costs disk only as the guest swaps
     swap_dev = "/dev/vda" if swap_img else (f"zram:{swap_mib}" if swap_mib else "")
+    # A data disk for experiments that declare one (disk_mib): ext2 made and
+    # mounted on /data by /init, the next virtio-blk after swap.
+    data_img = None
+    if plan.all_values.get("disk_mib", 0) > 0:
+        data_img = rdir / "data.img"
+        with open(data_img, "wb") as f:
+            f.truncate(int(plan.all_values["disk_mib"]) << 20)
+    data_dev = ("/dev/vdb" if swap_img else "/dev/vda") if data_img else ""
     conf = (f"VMLAB_EXP={exp.name}\nVMLAB_CMD={sh_quote(plan.command)}\n"
-            f"VMLAB_SWAP={swap_dev}\nVMLAB_SEED={args.seed}\n")
+            f"VMLAB_SWAP={swap_dev}\nVMLAB_DATA={data_dev}\nVMLAB_SEED={args.seed}\n")
     knobs = "".join(f"{name} {path} {value}\n" for name, path, value in plan.knobs())
     initrd = rdir / "initramfs.cpio"
     initrd.write_bytes(userland + initramfs.run_archive({"run.conf": conf, "knobs": knobs}))
@@ -187,8 +195,8 @@ def run_one(args, con, dbpath, topo, exp, plan, variant, built, userland, qver, 
                                                 qemu_mode=args.qemu_mode))
         plugin = (built.plugin, conf_path)
     cmd = qemu.command_line(topo, built.kernel_dir / "kernel", initrd, mode=args.qemu_mode, swap_image=swap_img,
-                            append=args.kernel_append, hmat=not args.no_hmat, binary=qemu.QEMU[topo.guest_isa],
-                            plugin=plugin)
+                            data_image=data_img, append=args.kernel_append, hmat=not args.no_hmat,
+                            binary=qemu.QEMU[topo.guest_isa], plugin=plugin)
     console, qlog = rdir / "console.log", rdir / "qemu.log"
     boot_to = args.boot_timeout or qemu.boot_timeout_s(topo, args.qemu_mode)
     run_to = args.timeout or plan.timeout_s
@@ -207,7 +215,7 @@ def run_one(args, con, dbpath, topo, exp, plan, variant, built, userland, qver, 
         "timing_plugin": (f"vmlab_timing sha256 {initramfs.sha256(built.plugin)[:12]}, QEMU package "
                           f"{timing.qemu_package_version()}" if built.plugin else None),
         "command_line": " ".join(sh_quote(c) for c in cmd), "log_path": str(console),
-        "limitations": summary.limitations(topo, args.qemu_mode, args.timing, swap_dev),
+        "limitations": summary.limitations(topo, args.qemu_mode, args.timing, swap_dev, data_dev),
     }
     run_id = db.start_run(con, row)
     print(f"run {run_id}: {topo.name} ({topo.shape()}, {topo.cpus} CPUs, {topo.memory_mib} MiB/node), "
@@ -221,8 +229,9 @@ def run_one(args, con, dbpath, topo, exp, plan, variant, built, userland, qver, 
     except KeyboardInterrupt:
         pass
     finally:
-        if swap_img is not None:
-            swap_img.unlink(missing_ok=True)
+        for img in (swap_img, data_img):
+            if img is not None:
+                img.unlink(missing_ok=True)
         status = outcome.status if outcome else "aborted"
         fields = {
             "status": status, "reason": outcome.reason if outcome else "interrupted (Ctrl-C)",
@@ -327,6 +336,8 @@ def cmd_query(argv) -> int:
     p = argparse.ArgumentParser(prog="./run.py query", description=(
         "Run read-only SQL on the results database. Tables: runs, records, chunk_times, node_free, node_mem, "
         "node_stat (numastat and per-node reclaim counters), vmstat, kswapd, metrics, guest_nodes, guest_distances; "
+        "reproducers: repro_sanity, repro_kswapd_samples, repro_lockstat, mlockchurn_chunks, kvio_levels, "
+        "forkstorm_ticks, forkstorm_workers, qsbench_procs; "
         "timing model: timing_run, timing_cpu, timing_kind, timing_matrix, timing_hops, timing_latency_hist, "
         "timing_symbols, timing_resources, timing_phases; comparisons: compare_sets, compare_runs; "
         "views: v_runs, v_chunk_cycle, v_vmstat_delta, v_node_mem_delta, v_node_stat_delta, v_timing_chunks, "

@@ -14,6 +14,8 @@ import os
 import sqlite3
 from pathlib import Path
 
+from analysis import reproducers
+
 # Each entry moves the schema one version up; never edit a released entry.
 MIGRATIONS = [
     # 1: runs and what hangs off them
@@ -253,6 +255,117 @@ MIGRATIONS = [
                r.status, r.wall_s
         FROM compare_runs c JOIN runs r ON r.id = c.run_id;
     """,
+    # 5: the seed reproducers (analysis/reproducers.py): sanity verdicts,
+    # kswapd CPU samples, lock_stat classes, and each reproducer's steps
+    """
+    CREATE TABLE repro_sanity (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        experiment TEXT NOT NULL,
+        check_name TEXT NOT NULL,
+        ok INTEGER NOT NULL,
+        value REAL,
+        expect TEXT,
+        PRIMARY KEY (run_id, check_name)
+    );
+    CREATE TABLE repro_kswapd_samples (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        t_ms REAL NOT NULL,
+        node INTEGER NOT NULL,
+        cpu_s REAL NOT NULL,
+        PRIMARY KEY (run_id, seq, node)
+    );
+    CREATE TABLE repro_lockstat (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        phase TEXT NOT NULL,
+        rank INTEGER NOT NULL,
+        class TEXT NOT NULL,
+        contentions INTEGER,
+        con_bounces INTEGER,
+        wait_total_us REAL,
+        wait_max_us REAL,
+        acquisitions INTEGER,
+        hold_total_us REAL,
+        PRIMARY KEY (run_id, phase, rank)
+    );
+    CREATE TABLE mlockchurn_chunks (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        chunk INTEGER NOT NULL,
+        slot INTEGER NOT NULL,
+        steps INTEGER,
+        ok INTEGER,
+        mlock_ms REAL NOT NULL,
+        step_median_ms REAL,
+        step_max_ms REAL,
+        wall_ms REAL,
+        t_ms REAL,
+        majflt INTEGER,
+        minflt INTEGER,
+        kswapd_s REAL,
+        pgscan_kswapd INTEGER,
+        pgscan_direct INTEGER,
+        pgsteal_kswapd INTEGER,
+        pgsteal_direct INTEGER,
+        PRIMARY KEY (run_id, chunk)
+    );
+    CREATE TABLE kvio_levels (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        level INTEGER NOT NULL,
+        io_frac REAL NOT NULL,
+        io_mib INTEGER NOT NULL,
+        io_ok INTEGER,
+        io_s REAL,
+        ops INTEGER,
+        elapsed_s REAL,
+        ops_per_s REAL,
+        kswapd_s REAL,
+        pswpin INTEGER,
+        pswpout INTEGER,
+        pgmajfault INTEGER,
+        pgfault INTEGER,
+        pgscan_kswapd INTEGER,
+        pgsteal_kswapd INTEGER,
+        pgscan_direct INTEGER,
+        pgsteal_direct INTEGER,
+        kswapd_efficiency REAL,
+        kswapd_velocity REAL,
+        direct_efficiency REAL,
+        direct_velocity REAL,
+        PRIMARY KEY (run_id, level)
+    );
+    CREATE TABLE forkstorm_ticks (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        t_ms REAL NOT NULL,
+        jobs INTEGER NOT NULL,
+        live_workers INTEGER,
+        pswpout INTEGER,
+        pgscan INTEGER,
+        kswapd_s REAL,
+        PRIMARY KEY (run_id, seq)
+    );
+    CREATE TABLE forkstorm_workers (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        worker INTEGER NOT NULL,
+        jobs INTEGER NOT NULL,
+        PRIMARY KEY (run_id, worker)
+    );
+    CREATE TABLE qsbench_procs (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        proc INTEGER NOT NULL,
+        elements INTEGER NOT NULL,
+        fill_ms REAL,
+        sort_ms REAL,
+        elapsed_ms REAL,
+        user_ms REAL,
+        sys_ms REAL,
+        majflt INTEGER,
+        minflt INTEGER,
+        checksum TEXT,
+        unsorted INTEGER,
+        PRIMARY KEY (run_id, proc)
+    );
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -396,6 +509,8 @@ def ingest(con: sqlite3.Connection, run_id: int, parsed, topo) -> None:
     if done:
         con.execute("INSERT OR REPLACE INTO metrics (run_id, name, value, unit) VALUES (?, ?, ?, ?)",
                     (run_id, "memeater.total_ms", done.body.get("total_ms"), "ms"))
+    exp = con.execute("SELECT experiment FROM runs WHERE id = ?", (run_id,)).fetchone()
+    reproducers.ingest(con, run_id, parsed, exp[0] if exp else "")
 
 
 def query(con: sqlite3.Connection, sql: str, params=()) -> tuple[list[str], list[tuple]]:

@@ -18,6 +18,7 @@ class Record:
     lineno: int
     type: str
     body: dict
+    host_s: float | None = None  # host seconds since QEMU started, when the record arrived
 
 
 @dataclass

@@ -10,6 +10,7 @@ import sys
 import tomllib
 
 import experiments
+from analysis import reproducers
 from analysis import timing as timing_summary
 
 VMSTAT_KEYS = [
@@ -29,7 +30,7 @@ def dumps(obj) -> str:
     return json.dumps(obj, sort_keys=True)
 
 
-def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "") -> str:
+def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "", data_dev: str = "") -> str:
     out = [f"memory scaled: {topo.memory_mib} MiB per node stands for {topo.real_memory_gib:g} GiB "
            f"(scale 1/{round(1 / topo.scale)})"]
     if topo.guest_isa != topo.native_isa:
@@ -52,6 +53,9 @@ def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "") -> str:
                       "and disk latency is not modeled" if swap_dev.startswith("/dev/") else "; deterministic"))
     else:
         out.append("guest time follows the host clock (MTTCG): not repeatable")
+    if data_dev:
+        out.append("data disk (ext2 on virtio-blk): its I/O completes in host time and its latency is not "
+                   "modeled, so IO durations are TCG's, not a disk's")
     return "; ".join(out)
 
 
@@ -161,17 +165,20 @@ def render(con, run_id: int) -> str:
     w("params:  " + ", ".join(f"{k}={v}" for k, v in shown.items()))
     w(f"limits:  {r['limitations']}")
     _guest_view(con, run_id, r, w)
-    if r["experiment"] == "memeater":
-        _memeater(con, run_id, r, params, w)
+    figures, verdict, table_name = EXPERIMENTS.get(r["experiment"], (None, None, "records"))
+    if figures:
+        figures(con, run_id, r, params, w)
     if r["experiment"] == "latprobe":
         timing_summary.render_latprobe(con, run_id, w)
     _nodes(con, run_id, r, params, w)
     _reclaim(con, run_id, w)
+    if verdict:
+        verdict(con, run_id, w)
     timing_summary.render(con, run_id, w)
     if r["ingest_errors"]:
         w(f"records: {r['ingest_errors']} malformed record line(s); see metrics ingest_error_*")
     w(f"log:     {r['log_path']}")
-    w(f"query:   ./run.py query \"SELECT * FROM chunk_times WHERE run_id = {run_id}\"   (or show {run_id})")
+    w(f"query:   ./run.py query \"SELECT * FROM {table_name} WHERE run_id = {run_id}\"   (or show {run_id})")
     return "\n".join(out)
 
 
@@ -309,7 +316,16 @@ def _reclaim(con, run_id, w):
         "SELECT name, value FROM metrics WHERE run_id = ? AND name LIKE 'swap_used_%'", (run_id,))}
     sb, sa = m.get("swap_used_before"), m.get("swap_used_after")
     peak = con.execute("SELECT MAX(swap_used_kib) FROM chunk_times WHERE run_id = ?", (run_id,)).fetchone()[0]
-    w(f"  swap used: {_mib(sb)} MiB before, {_mib(peak)} MiB at peak, {_mib(sa)} MiB after")
+    peak = m.get("swap_used_peak") if peak is None else max(peak, m.get("swap_used_peak") or 0)
+    w(f"  swap used: {_mib(sb)} MiB before, " + (f"{_mib(peak)} MiB at peak, " if peak is not None else "")
+      + f"{_mib(sa)} MiB after")
+
+
+def _memeater_verdict(con, run_id, w):
+    d = {x["counter"]: x["delta"] for x in con.execute(
+        "SELECT counter, delta FROM v_vmstat_delta WHERE run_id = ?", (run_id,))}
+    if not d:
+        return
     first = con.execute("SELECT cycle, chunk FROM chunk_times WHERE run_id = ? AND swap_used_kib > 0 "
                         "ORDER BY cycle, chunk LIMIT 1", (run_id,)).fetchone()
     if first is None:
@@ -322,3 +338,14 @@ def _reclaim(con, run_id, w):
       f"than 16 MiB free ({_mib(free[0])} MiB in all): the seed's pathology"
       if free[1] else
       f"  verdict: swapping began at cycle {cyc}, chunk {ch}, once every node was nearly full (expected)")
+
+
+# Each experiment's part of the summary: its figures (before the per-node
+# table), its verdict (after the reclaim counters) and the table to query.
+EXPERIMENTS = {
+    "memeater": (_memeater, _memeater_verdict, "chunk_times"),
+    "mlockchurn": (reproducers.render_mlockchurn, reproducers.render_common, "mlockchurn_chunks"),
+    "kvio": (reproducers.render_kvio, reproducers.render_common, "kvio_levels"),
+    "forkstorm": (reproducers.render_forkstorm, reproducers.render_common, "forkstorm_ticks"),
+    "qsbench": (reproducers.render_qsbench, reproducers.render_common, "qsbench_procs"),
+}

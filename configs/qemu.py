@@ -78,14 +78,14 @@ def numa_args(topo, hmat: bool = True) -> list[str]:
 
 
 def command_line(topo, kernel: Path, initrd: Path, *, mode: str = "icount", swap_image: Path | None = None,
-                 append: str = "", hmat: bool = True, binary: str = "qemu-system-x86_64",
-                 plugin: tuple[Path, Path] | None = None) -> list[str]:
+                 data_image: Path | None = None, append: str = "", hmat: bool = True,
+                 binary: str = "qemu-system-x86_64", plugin: tuple[Path, Path] | None = None) -> list[str]:
     """plugin: (the timing plugin's .so, its config file), or None for plain QEMU."""
     if mode not in MODES:
         raise EngineError(f"--qemu-mode: expected one of {', '.join(MODES)}, got {mode!r}")
     if topo.guest_isa == "alpha":
-        return alpha_command_line(topo, kernel, initrd, mode=mode, swap_image=swap_image, append=append,
-                                  binary=binary)
+        return alpha_command_line(topo, kernel, initrd, mode=mode, swap_image=swap_image, data_image=data_image,
+                                  append=append, binary=binary)
     machine = "q35" + (",hmat=on" if hmat else "")
     cmd = [binary, "-machine", machine, "-nodefaults", "-display", "none", "-monitor", "none",
            # qemu64: no RDRAND, whose host randomness would break determinism.
@@ -98,14 +98,23 @@ def command_line(topo, kernel: Path, initrd: Path, *, mode: str = "icount", swap
     cmd += numa_args(topo, hmat)
     if plugin is not None:
         cmd += ["-plugin", f"{plugin[0]},config={plugin[1]}"]
-    if swap_image is not None:
-        cmd += ["-drive", f"file={swap_image},if=none,format=raw,id=swap,cache=unsafe",
-                "-device", "virtio-blk-pci,drive=swap"]
-    return cmd
+    return cmd + disks(swap_image, data_image)
+
+
+def disks(swap_image: Path | None, data_image: Path | None) -> list[str]:
+    """virtio-blk disks: swap first, then the guest's data disk (so it is
+    /dev/vdb, or /dev/vda without swap)."""
+    out = []
+    for img, name in ((swap_image, "swap"), (data_image, "data")):
+        if img is not None:
+            out += ["-drive", f"file={img},if=none,format=raw,id={name},cache=unsafe",
+                    "-device", f"virtio-blk-pci,drive={name}"]
+    return out
 
 
 def alpha_command_line(topo, kernel: Path, initrd: Path, *, mode: str = "icount", swap_image: Path | None = None,
-                       append: str = "", binary: str = "qemu-system-alpha") -> list[str]:
+                       data_image: Path | None = None, append: str = "",
+                       binary: str = "qemu-system-alpha") -> list[str]:
     """QEMU's clipper (DP264, 21264 CPUs): the ELF vmlinux is loaded by QEMU
     with its own PALcode; at most 4 CPUs and one memory (the topology stage
     refuses more), so no NUMA arguments. Its PCI bus takes virtio-blk."""
@@ -116,10 +125,7 @@ def alpha_command_line(topo, kernel: Path, initrd: Path, *, mode: str = "icount"
            *MODES[mode], "-no-reboot",
            "-kernel", str(kernel), "-initrd", str(initrd),
            "-append", ("console=ttyS0 panic=-1 " + append).strip()]
-    if swap_image is not None:
-        cmd += ["-drive", f"file={swap_image},if=none,format=raw,id=swap,cache=unsafe",
-                "-device", "virtio-blk-pci,drive=swap"]
-    return cmd
+    return cmd + disks(swap_image, data_image)
 
 
 def boot_timeout_s(topo, mode: str) -> float:
@@ -172,6 +178,7 @@ def supervise(cmd: list[str], console: Path, qemu_log: Path, boot_timeout: float
                             n_before = len(parsed.records)
                             rec.parse_line(line, lineno, parsed)
                             for r in parsed.records[n_before:]:
+                                r.host_s = round(time.monotonic() - t0, 3)
                                 if r.type == "machine" and boot_at is None:
                                     boot_at = time.monotonic() - t0
                                 if r.type == "end":

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import re
 import shlex
 import tomllib
 from dataclasses import dataclass, field
@@ -73,6 +74,7 @@ class Param:
     choices: list | None = None
     min: float | None = None
     knob: str | None = None  # guest file /init writes the value to (a sysctl, a sysfs switch)
+    pattern: str | None = None  # a str parameter's shape (regular expression, whole value)
 
     def convert(self, raw: str, source: str):
         if self.knob and raw == KERNEL_DEFAULT:
@@ -90,6 +92,9 @@ class Param:
         if self.choices is not None and v not in self.choices:
             raise ExperimentError(f"{source}: parameter '{self.name}': expected one of "
                                   f"{', '.join(map(str, self.choices))}, got {v!r}")
+        if self.pattern is not None and not re.fullmatch(self.pattern, str(v)):
+            raise ExperimentError(f"{source}: parameter '{self.name}': expected {self.help.split(';')[0]} "
+                                  f"(matching {self.pattern}), got {v!r}")
         if self.min is not None and v < self.min:
             raise ExperimentError(f"{source}: parameter '{self.name}': expected >= {self.min}, got {v!r}")
 
@@ -170,7 +175,8 @@ def _params(table: dict, path: Path) -> dict[str, Param]:
             default = default if default == KERNEL_DEFAULT else TYPES[t](default)
         except ValueError:
             raise ExperimentError(f"{path}: field 'params.{name}.default': expected {t}, got {default!r}") from None
-        p = Param(name, t, default, spec.get("help", ""), spec.get("choices"), spec.get("min"), spec.get("knob"))
+        p = Param(name, t, default, spec.get("help", ""), spec.get("choices"), spec.get("min"), spec.get("knob"),
+                  spec.get("pattern"))
         out[name] = p
     return out
 

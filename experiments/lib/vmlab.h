@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sched.h>
 #include <unistd.h>
 
 /* ---- a growing JSON line ------------------------------------------------ */
@@ -374,6 +375,335 @@ static void vl_snapshot(const char *phase)
 	vl_kint(&b, "total_kib", tot);
 	vl_kint(&b, "used_kib", tot >= 0 && fr >= 0 ? tot - fr : -1);
 	vl_emit(&b);
+}
+
+/* ---- single counters, metrics, sanity ------------------------------------ */
+/* One /proc/vmstat counter; -1 when the kernel does not have it. */
+static long long vl_vmstat_get(const char *name)
+{
+	char *s = vl_slurp("/proc/vmstat");
+	long long v = -1;
+	size_t nl = strlen(name);
+	for (char *p = s; p && *p;) {
+		if (!strncmp(p, name, nl) && p[nl] == ' ') {
+			v = atoll(p + nl + 1);
+			break;
+		}
+		p = strchr(p, '\n');
+		p = p ? p + 1 : NULL;
+	}
+	free(s);
+	return v;
+}
+
+/* Several counters at once: names NULL-ended, out[i] = value or -1. */
+static void vl_vmstat_many(const char **names, long long *out)
+{
+	char *s = vl_slurp("/proc/vmstat");
+	for (int i = 0; names[i]; i++)
+		out[i] = -1;
+	for (char *line = s ? strtok(s, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+		char name[128];
+		long long v;
+		if (sscanf(line, "%127s %lld", name, &v) != 2)
+			continue;
+		for (int i = 0; names[i]; i++)
+			if (!strcmp(names[i], name))
+				out[i] = v;
+	}
+	free(s);
+}
+
+/* What reclaim did, the same counters every reproducer reports per phase. */
+static const char *VL_RECLAIM[] = {
+	"pgscan_kswapd", "pgscan_direct", "pgsteal_kswapd", "pgsteal_direct", "pswpin", "pswpout",
+	"pgmajfault", "pgfault", "pgpgin", "pgpgout", "allocstall_normal", "allocstall_dma32", "oom_kill", NULL,
+};
+#define VL_NRECLAIM (sizeof VL_RECLAIM / sizeof *VL_RECLAIM - 1)
+
+/* delta[i] = now - before[i] as JSON members under `k` */
+static void vl_reclaim_delta(vl_buf *b, const char *k, const long long *before, const long long *now)
+{
+	vl_open(b, k, '{');
+	for (size_t i = 0; i < VL_NRECLAIM; i++)
+		if (before[i] >= 0 && now[i] >= 0)
+			vl_kint(b, VL_RECLAIM[i], now[i] - before[i]);
+	vl_close(b, '}');
+}
+
+/* kswapd CPU ticks (utime + stime), summed over every node's kswapd; per
+ * node into per_node[0..max) when given. */
+static long long vl_kswapd_ticks(long long *per_node, int max)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	long long sum = 0;
+	if (per_node)
+		memset(per_node, 0, sizeof *per_node * (size_t)max);
+	while (d && (e = readdir(d))) {
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		char p[300];
+		snprintf(p, sizeof p, "/proc/%s/stat", e->d_name);
+		char *s = vl_slurp(p);
+		if (!s)
+			continue;
+		char *lp = strchr(s, '('), *rp = strrchr(s, ')');
+		int node;
+		if (lp && rp && sscanf(lp, "(kswapd%d)", &node) == 1) {
+			unsigned long long ut = 0, st = 0;
+			char *f = rp + 2;
+			for (int i = 3; i < 14 && f; i++)
+				f = strchr(f, ' '), f = f ? f + 1 : NULL;
+			if (f && sscanf(f, "%llu %llu", &ut, &st) == 2) {
+				sum += (long long)(ut + st);
+				if (per_node && node >= 0 && node < max)
+					per_node[node] = (long long)(ut + st);
+			}
+		}
+		free(s);
+	}
+	if (d)
+		closedir(d);
+	return sum;
+}
+
+/* A key figure under a stable name; the host stores it in `metrics` so
+ * runs on different kernels compare by name. */
+static void vl_metric(const char *name, double value, const char *unit)
+{
+	vl_buf b = vl_record("metric");
+	vl_kstr(&b, "name", name);
+	vl_kdbl(&b, "value", value);
+	vl_kstr(&b, "unit", unit);
+	vl_emit(&b);
+}
+
+/* The reproducer's own verdict: did it run, did it create the pressure it
+ * exists for. One record with every check; returns 1 when all passed. */
+typedef struct {
+	vl_buf b;
+	int ok;
+} vl_sanity;
+
+static vl_sanity vl_sanity_begin(const char *experiment)
+{
+	vl_sanity s = {vl_record("sanity"), 1};
+	vl_kstr(&s.b, "experiment", experiment);
+	vl_open(&s.b, "checks", '[');
+	return s;
+}
+
+static void vl_sanity_check(vl_sanity *s, const char *name, int pass, double value, const char *expect)
+{
+	vl_open(&s->b, NULL, '{');
+	vl_kstr(&s->b, "name", name);
+	vl_kint(&s->b, "ok", pass != 0);
+	vl_kdbl(&s->b, "value", value);
+	vl_kstr(&s->b, "expect", expect);
+	vl_close(&s->b, '}');
+	if (!pass)
+		s->ok = 0;
+}
+
+static int vl_sanity_end(vl_sanity *s)
+{
+	vl_close(&s->b, ']');
+	vl_kint(&s->b, "ok", s->ok);
+	vl_emit(&s->b);
+	return s->ok;
+}
+
+/* ---- kswapd sampler ------------------------------------------------------ */
+/* A child process that reports every kswapd's CPU ticks each interval_ms of
+ * guest time ("kswapd_sample" records), so the host sees kswapd's CPU share
+ * over the run, not only its total. Ends with its parent (vl_sampler_stop). */
+#include <signal.h>
+#include <sys/wait.h>
+static pid_t vl_kswapd_sampler(long interval_ms)
+{
+	pid_t parent = getpid(), pid = fork();
+	if (pid != 0)
+		return pid;
+	int nodes = vl_nodes();
+	long long *per = calloc((size_t)nodes + 1, sizeof *per);
+	double t0 = vl_now_ms(CLOCK_MONOTONIC);
+	for (long seq = 0; getppid() == parent; seq++) {
+		vl_kswapd_ticks(per, nodes);
+		vl_buf b = vl_record("kswapd_sample");
+		vl_kint(&b, "seq", seq);
+		vl_kdbl(&b, "t_ms", vl_now_ms(CLOCK_MONOTONIC) - t0);
+		vl_kint(&b, "clk_tck", sysconf(_SC_CLK_TCK));
+		vl_open(&b, "ticks", '[');
+		for (int n = 0; n < nodes; n++) {
+			vl_sep(&b);
+			vl_raw(&b, "%lld", per[n]);
+		}
+		vl_close(&b, ']');
+		vl_emit(&b);
+		struct timespec ts = {interval_ms / 1000, (interval_ms % 1000) * 1000000L};
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+	}
+	_exit(0);
+}
+
+static void vl_sampler_stop(pid_t pid)
+{
+	if (pid > 0) {
+		kill(pid, SIGTERM);
+		waitpid(pid, NULL, 0);
+	}
+}
+
+/* ---- /proc/lock_stat (kernels with CONFIG_LOCK_STAT) ---------------------- */
+typedef struct {
+	char name[96];
+	double v[12]; /* con-bounces contentions wait-min wait-max wait-total wait-avg
+	                 acq-bounces acquisitions hold-min hold-max hold-total hold-avg */
+} vl_lockclass;
+
+static int vl_lockclass_cmp(const void *a, const void *b)
+{
+	double x = ((const vl_lockclass *)a)->v[1], y = ((const vl_lockclass *)b)->v[1];
+	return x < y ? 1 : x > y ? -1 : strcmp(((const vl_lockclass *)a)->name, ((const vl_lockclass *)b)->name);
+}
+
+/* Class lines are "name: 12 numbers"; the lines of call sites under each
+ * class carry no such run of numbers. Returns the classes found (caller frees). */
+static vl_lockclass *vl_lockstat_parse(const char *text, int *count)
+{
+	int n = 0, cap = 64;
+	vl_lockclass *out = malloc(sizeof *out * (size_t)cap);
+	char *s = strdup(text ? text : "");
+	for (char *line = strtok(s, "\n"); line; line = strtok(NULL, "\n")) {
+		char *colon = strrchr(line, ':');
+		if (!colon)
+			continue;
+		vl_lockclass c;
+		int got = sscanf(colon + 1, "%lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf", &c.v[0], &c.v[1],
+				 &c.v[2], &c.v[3], &c.v[4], &c.v[5], &c.v[6], &c.v[7], &c.v[8], &c.v[9], &c.v[10],
+				 &c.v[11]);
+		if (got != 12)
+			continue;
+		char *st = line;
+		while (*st == ' ' || *st == '\t')
+			st++;
+		size_t len = (size_t)(colon - st);
+		if (!len)
+			continue;
+		if (len >= sizeof c.name)
+			len = sizeof c.name - 1;
+		memcpy(c.name, st, len);
+		c.name[len] = 0;
+		if (n == cap)
+			out = realloc(out, sizeof *out * (size_t)(cap *= 2));
+		out[n++] = c;
+	}
+	free(s);
+	qsort(out, (size_t)n, sizeof *out, vl_lockclass_cmp);
+	*count = n;
+	return out;
+}
+
+/* Zero the statistics so a report covers the experiment only. */
+static int vl_lockstat_clear(const char *path)
+{
+	int fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return 0;
+	int ok = write(fd, "0\n", 2) == 2;
+	close(fd);
+	return ok;
+}
+
+/* A "lockstat" record with the `top` most contended classes; nothing at all
+ * when the kernel has no LOCK_STAT (no such file). */
+static int vl_lockstat(const char *phase, const char *path, int top)
+{
+	char *text = vl_slurp(path);
+	if (!text)
+		return 0;
+	int n;
+	vl_lockclass *c = vl_lockstat_parse(text, &n);
+	free(text);
+	vl_buf b = vl_record("lockstat");
+	vl_kstr(&b, "phase", phase);
+	vl_kint(&b, "classes", n);
+	vl_open(&b, "top", '[');
+	for (int i = 0; i < n && i < top; i++) {
+		vl_open(&b, NULL, '{');
+		vl_kstr(&b, "class", c[i].name);
+		vl_kint(&b, "con_bounces", (long long)c[i].v[0]);
+		vl_kint(&b, "contentions", (long long)c[i].v[1]);
+		vl_kdbl(&b, "wait_max_us", c[i].v[3]);
+		vl_kdbl(&b, "wait_total_us", c[i].v[4]);
+		vl_kint(&b, "acquisitions", (long long)c[i].v[7]);
+		vl_kdbl(&b, "hold_total_us", c[i].v[10]);
+		vl_close(&b, '}');
+	}
+	vl_close(&b, ']');
+	vl_emit(&b);
+	free(c);
+	return n;
+}
+
+/* Classes whose name contains `needle` (anon_vma, ptl ...), summed: the
+ * contention a seed is about even when it is not in the top N. */
+static void vl_lockstat_match(vl_buf *b, const char *k, const char *path, const char **needles)
+{
+	char *text = vl_slurp(path);
+	if (!text)
+		return;
+	int n;
+	vl_lockclass *c = vl_lockstat_parse(text, &n);
+	free(text);
+	vl_open(b, k, '{');
+	for (const char **nd = needles; *nd; nd++) {
+		double con = 0, wait = 0;
+		for (int i = 0; i < n; i++)
+			if (strstr(c[i].name, *nd))
+				con += c[i].v[1], wait += c[i].v[4];
+		vl_open(b, *nd, '{');
+		vl_kint(b, "contentions", (long long)con);
+		vl_kdbl(b, "wait_total_us", wait);
+		vl_close(b, '}');
+	}
+	vl_close(b, '}');
+	free(c);
+}
+
+#define VL_LOCK_STAT "/proc/lock_stat"
+
+/* ---- small shared helpers ---------------------------------------------- */
+/* xorshift64*: the same seed gives the same numbers on every ISA */
+static unsigned long long vl_rand(unsigned long long *s)
+{
+	unsigned long long x = *s ? *s : 0x9e3779b97f4a7c15ULL;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545f4914f6cdd1dULL;
+}
+
+static long vl_opt_long(const char *prog, const char *name, const char *s)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (!*s || *end || v < 0) {
+		fprintf(stderr, "%s: --%s expects a non-negative integer, got '%s'\n", prog, name, s);
+		exit(2);
+	}
+	return v;
+}
+
+static void vl_pin(int cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof set, &set);
 }
 
 #endif
