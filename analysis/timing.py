@@ -30,8 +30,13 @@ def ingest(con, run_id: int, res: dict, address_map: str = "") -> None:
                     (run_id, h["hops"], h["misses"], h["lat_ps"], h["c2c"], h["lock_xfers"], h["lock_ps"]))
         con.executemany("INSERT OR REPLACE INTO timing_latency_hist VALUES (?,?,?,?)",
                         [(run_id, h["hops"], b, n) for b, n in h.get("hist", [])])
+    # System.map repeats some names (static functions of several files): one row per name
+    syms: dict[str, list[int]] = {}
+    for name, *vals in res.get("symbols", []):
+        acc = syms.setdefault(name, [0] * len(vals))
+        syms[name] = [a + b for a, b in zip(acc, vals)]
     con.executemany("INSERT OR REPLACE INTO timing_symbols VALUES (?,?,?,?,?,?,?)",
-                    [(run_id, *s) for s in res.get("symbols", [])])
+                    [(run_id, name, *vals) for name, vals in syms.items()])
     con.executemany("INSERT OR REPLACE INTO timing_resources VALUES (?,?,?,?,?)",
                     [(run_id, *r) for r in res.get("resources", [])])
     con.executemany("INSERT OR REPLACE INTO timing_phases VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -133,6 +138,9 @@ def render_latprobe(con, run_id: int, w) -> None:
     w("\nlatprobe: pointer chase, modeled time per load vs the topology's latency (local + hops x hop)")
     w("  node hops SLIT  on node   loads   topology ns   model ns   error")
     for c in chase:
+        if c["model_ns"] is None:
+            w(f"  {c['node']:>4} {c['hops']:>4} {c['slit']:>4}   (no phase record)")
+            continue
         w(f"  {c['node']:>4} {c['hops']:>4} {c['slit']:>4} {100 * c['on_node']:>7.0f} % {c['loads']:>8,} "
           f"{c['configured_ns']:>12.1f} {c['model_ns']:>10.1f} {c['error_pct']:>+7.2f} %")
     if pingpong:

@@ -102,3 +102,13 @@ def test_plugin_goes_on_the_command_line(tmp_path):
     cmd = qemu.command_line(t, tmp_path / "k", tmp_path / "i", plugin=(tmp_path / "p.so", tmp_path / "c"))
     assert cmd[cmd.index("-plugin") + 1] == f"{tmp_path / 'p.so'},config={tmp_path / 'c'}"
     assert "-plugin" not in qemu.command_line(t, tmp_path / "k", tmp_path / "i")
+
+
+def test_torus_routes_take_the_first_dimension_first_and_ties_the_positive_way():
+    t = topologies.load("gs1280-8")  # 2 x 4 torus, node = 4 * row + column
+    links, routes = T.links_and_routes(t)
+    walk = lambda a, b: [links[l][1] for l in routes[(a, b)]]  # noqa: E731
+    assert walk(0, 5) == [4, 5]            # row first (dimension 0), then column
+    assert walk(0, 2) == [1, 2]            # column distance 2 of 4: a tie, taken the positive way
+    assert walk(0, 3) == [3]               # wrap-around is shorter
+    assert walk(5, 0) == [1, 0]

@@ -4,6 +4,7 @@ latencies, from the formulas the topology implies."""
 import ctypes
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -191,3 +192,22 @@ def test_bad_configs_fail_with_one_line(lib, tmp_path):
     assert not m.m and "range 0" in m.err
     m = Model(lib, tmp_path, t, text=good.replace("mode detailed", "mode turbo"))
     assert not m.m and "mode" in m.err
+
+
+@pytest.mark.parametrize("name", ["gs1280-8", "x86-2s"])
+def test_coherence_invariants_hold_under_random_traffic(tmp_path, name):
+    """2M random reads, writes and atomics by every CPU over 300 lines, with
+    caches shrunk to force evictions: L1 stays inside L2 with the same state,
+    the directory's sharers are exactly the caches holding the line, and a
+    line in E/M is in no other cache (tests/c/timing_invariants.c)."""
+    src = Path(__file__).parent / "c" / "timing_invariants.c"
+    exe = tmp_path / "inv"
+    subprocess.run(["gcc", "-O2", "-fsanitize=address,undefined", "-I", str(T.HERE), "-o", str(exe), str(src)],
+                   check=True)
+    text = T.config_text(topologies.load(name), "detailed", tmp_path / "o.json")
+    lines = [("l1d 512 2 3" if ln.startswith("l1d ") else "l2 2048 4 12" if ln.startswith("l2 ") else ln)
+             for ln in text.splitlines()]
+    cfg = tmp_path / "small.conf"
+    cfg.write_text("\n".join(lines) + "\n")
+    r = subprocess.run([str(exe), str(cfg)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr

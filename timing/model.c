@@ -53,6 +53,7 @@ typedef struct {
     cache_t l1, l2;
     int node;
     counters_t c;
+    uint64_t kind_insns[VM_KINDS];  /* per CPU: fast mode may run vCPUs on several host threads */
     uint64_t window_start_ps;
     int ph_active;
     uint64_t ph_id, ph_inst, ph_begin_ps;
@@ -580,6 +581,8 @@ static inline void fill(model_t *m, int c, uint64_t line, int state) {
     c_insert(&p->l1, line, state);  /* L1 victims stay in L2: nothing to tell */
 }
 
+/* home: the line's home node (the CPU-node x home-node matrix); hops: the
+ * distance the miss is binned by (to the home, or to the owning cache). */
 static inline void count_miss(model_t *m, cpu_t *p, int home, int hops, uint64_t lat, uint32_t sym, int kind) {
     p->c.misses++;
     if (hops) p->c.remote++;
@@ -652,7 +655,7 @@ uint64_t vm_access(model_t *m, int c, uint64_t pa, unsigned flags, uint32_t sym)
     uint64_t idx = (m->gran_off[g] + (pa & ((1ull << GRAN_SHIFT) - 1))) >> m->line_shift;
     uint64_t e = m->dir[idx];
     uint64_t others = e & ~DIR_EXCL & ~(1ull << c);
-    int me = p->node, src_node = home, hops;
+    int me = p->node, hops;
     if ((e & DIR_EXCL) && others) {
         /* another cache owns it (E or M): cache-to-cache transfer via the home */
         int o = __builtin_ctzll(others), on = m->cpu[o].node;
@@ -676,7 +679,6 @@ uint64_t vm_access(model_t *m, int c, uint64_t pa, unsigned flags, uint32_t sym)
             }
         }
         p->c.c2c++;
-        src_node = on;
         hops = m->hops[me][on];
         m->c2c_hops[hops]++;
     } else if (excl && others) {
@@ -741,7 +743,7 @@ uint64_t vm_access(model_t *m, int c, uint64_t pa, unsigned flags, uint32_t sym)
     } else {
         fill(m, c, line, nst);
     }
-    count_miss(m, p, src_node, hops, lat, sym, kind);
+    count_miss(m, p, home, hops, lat, sym, kind);
     if (flags & VM_F_ATOMIC) {
         /* a lock operation that had to fetch or claim its line, binned by
          * the distance to where the line came from (owner or home) */
@@ -765,7 +767,7 @@ void vm_insns(model_t *m, int c, uint32_t n, int kind) {
     cpu_t *p = &m->cpu[c];
     p->c.insns += n;
     p->c.time_ps += (uint64_t)n * m->cycle_ps;  /* base CPI 1: instruction fetch modeled as L1I hits */
-    m->kind[kind].insns += n;
+    p->kind_insns[kind] += n;
 }
 
 /* --- phases ----------------------------------------------------------------------- */
@@ -847,6 +849,10 @@ int vm_write_results(model_t *m, const char *path) {
     }
     static const char *kinds[VM_KINDS] = {"boot", "kernel", "user"};
     fprintf(f, "],\n\"kinds\":[");
+    for (int k = 0; k < VM_KINDS; k++) {
+        m->kind[k].insns = 0;
+        for (int c = 0; c < m->ncpus; c++) m->kind[k].insns += m->cpu[c].kind_insns[k];
+    }
     for (int k = 0; k < VM_KINDS; k++)
         fprintf(f, "%s{\"kind\":\"%s\",\"insns\":%" PRIu64 ",\"accesses\":%" PRIu64 ",\"misses\":%" PRIu64
                    ",\"remote\":%" PRIu64 ",\"stall_ps\":%" PRIu64 "}",

@@ -66,10 +66,10 @@ static struct qemu_plugin_register *r_rax, *r_rdi, *r_rsi, *r_gs, *r_kgs;
 static int vcpu_by_percpu;               /* find the running vCPU from GS (see above) */
 static uint64_t percpu_offset_addr;      /* &__per_cpu_offset[0] in the guest kernel */
 static uint64_t *percpu_base;            /* per vCPU: its per-CPU base, once known */
-static uint64_t last_gs, last_miss_gs = 1;
+static uint64_t last_gs = 1, last_miss_gs = 1;  /* 1: no per-CPU base is odd */
 static int last_cpu, cur_cpu;
 static uint64_t unidentified;            /* blocks whose vCPU could not be told */
-static GByteArray *regbuf;
+static __thread GByteArray *regbuf;      /* per host thread: MTTCG runs vCPUs in parallel */
 
 /* --- basic-block vectors (SimPoint .bb format, one file per vCPU) ------------ */
 static void bbv_flush(unsigned vcpu) {
@@ -118,9 +118,10 @@ static inline int running_vcpu(unsigned int reported, int kind);
 
 static void tb_exec(unsigned int vcpu, void *ud) {
     const tbinfo_t *t = ud;
-    cur_cpu = running_vcpu(vcpu, (int)t->kind);
-    vm_insns(M, cur_cpu, t->n, (int)t->kind);
-    if (bbv) bbv_count((unsigned)cur_cpu, t);
+    int c = running_vcpu(vcpu, (int)t->kind);
+    if (vcpu_by_percpu) cur_cpu = c;  /* only under icount: one thread runs every vCPU */
+    vm_insns(M, c, t->n, (int)t->kind);
+    if (bbv) bbv_count((unsigned)c, t);
 }
 
 static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *ud) {
@@ -138,6 +139,7 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t v
 
 static uint64_t read_reg(struct qemu_plugin_register *r) {
     uint64_t v = 0;
+    if (!regbuf) regbuf = g_byte_array_new();
     g_byte_array_set_size(regbuf, 0);
     int n = qemu_plugin_read_register(r, regbuf);
     if (n > 0) memcpy(&v, regbuf->data, n < 8 ? (size_t)n : 8);  /* x86 is little-endian, like the host */
@@ -162,7 +164,7 @@ static uint32_t vcpu_sample = 1, since_look;
 static unsigned last_reported;
 static inline int running_vcpu(unsigned int reported, int kind) {
     if (!vcpu_by_percpu) return (int)reported;
-    if (vcpu_sample > 1) {
+    if (vcpu_sample > 1 && kind >= 0) {
         if (reported == last_reported && ++since_look < vcpu_sample) return cur_cpu;
         since_look = 0;
         last_reported = reported;
@@ -198,7 +200,7 @@ static void magic(unsigned int vcpu, void *ud) {
     if (!r_rax) return;
     uint64_t rax = read_reg(r_rax);
     if ((rax >> 8) != MAGIC_TAG) return;
-    if (vcpu_by_percpu) vcpu = (unsigned)cur_cpu;
+    if (vcpu_by_percpu) vcpu = (unsigned)running_vcpu(vcpu, -1);  /* markers are rare: always look afresh */
     vm_phase(M, (int)vcpu, (int)(rax & 0xff), read_reg(r_rdi), read_reg(r_rsi));
 }
 
@@ -361,7 +363,6 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     read_plugin_keys(config);
     if (vcpu_by_percpu && (!is_x86 || !percpu_offset_addr)) vcpu_by_percpu = 0;  /* x86-64 kernels only */
     percpu_base = calloc(vm_ncpus(M), sizeof(uint64_t));
-    regbuf = g_byte_array_new();
     if (detailed) vcpu_sample = 1;
     if (bbv_dir[0] && interval) {
         bbv = calloc(vm_ncpus(M), sizeof(bbv_t));
