@@ -3,10 +3,12 @@ SQLite. Slow (a kernel build from a cold cache, then guests booting under
 TCG); CI runs them."""
 import hashlib
 import os
+import re
 import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -139,18 +141,24 @@ def test_ctrl_c_aborts_and_leaves_the_database_consistent(tmp_path):
     cmd = [sys.executable, str(REPO / "run.py"), *SMALL, "--db", str(tmp_path / "r.db"),
            "--runs-dir", str(tmp_path / "runs")]
     p = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        time.sleep(1)
-        if (tmp_path / "r.db").exists():
-            try:
-                if con(tmp_path).execute("SELECT COUNT(*) FROM runs WHERE status = 'running'").fetchone()[0]:
-                    break
-            except sqlite3.Error:
-                pass
+    # Read its output as it comes (a full pipe would stall it) and interrupt
+    # once it says the run started (its row is in the database as `running`).
+    lines, started = [], threading.Event()
+
+    def reader():
+        for line in p.stdout:
+            lines.append(line)
+            if re.match(r"run \d+: ", line):
+                started.set()
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    assert started.wait(timeout=600), "".join(lines)[-2000:]
     time.sleep(3)  # QEMU is booting
     p.send_signal(signal.SIGINT)
-    out, _ = p.communicate(timeout=60)
+    p.wait(timeout=60)
+    t.join(timeout=10)
+    out = "".join(lines)
     assert p.returncode == 130, out[-2000:]
     run = con(tmp_path).execute("SELECT status, reason, command_line FROM runs").fetchone()
     assert run["status"] == "aborted"
