@@ -25,17 +25,6 @@
 
 #define MPOL_BIND 2
 
-static long opt(const char *s, const char *name)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-	if (*end || v < 0) {
-		fprintf(stderr, "latprobe: --%s expects a non-negative integer, got '%s'\n", name, s);
-		exit(2);
-	}
-	return v;
-}
-
 static int pin(int cpu)
 {
 	cpu_set_t set;
@@ -149,10 +138,10 @@ int main(int argc, char **argv)
 	int o;
 	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (o) {
-		case 'c': cpu = opt(optarg, "cpu"); break;
-		case 'b': buf_mib = opt(optarg, "buf-mib"); break;
-		case 'l': laps = opt(optarg, "laps"); break;
-		case 'i': increments = opt(optarg, "increments"); break;
+		case 'c': cpu = vl_opt_long("latprobe", "cpu", optarg); break;
+		case 'b': buf_mib = vl_opt_long("latprobe", "buf-mib", optarg); break;
+		case 'l': laps = vl_opt_long("latprobe", "laps", optarg); break;
+		case 'i': increments = vl_opt_long("latprobe", "increments", optarg); break;
 		default: return 2;
 		}
 	}
@@ -237,7 +226,7 @@ int main(int argc, char **argv)
 		long *line = node_alloc(4096, (int)home);
 		counter = line;
 		*counter = 0;
-		struct turn a = {(int)gcpu, 0, (unsigned long)node}, c = {partner, 1, (unsigned long)node};
+		struct turn a = {(int)gcpu, 0, (unsigned long)node, -1, 0}, c = {partner, 1, (unsigned long)node, -1, 0};
 		pthread_t th;
 		t0 = vl_now_ms(CLOCK_MONOTONIC);
 		pthread_create(&th, NULL, player, &c);

@@ -13,17 +13,6 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
-static long opt(const char *s, const char *name)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-	if (*end || v < 0) {
-		fprintf(stderr, "memeater: --%s expects a non-negative integer, got '%s'\n", name, s);
-		exit(2);
-	}
-	return v;
-}
-
 int main(int argc, char **argv)
 {
 	long chunk_mib = 16, chunks = 4, cycles = 2, cpu = -1, sample = 16;
@@ -34,11 +23,11 @@ int main(int argc, char **argv)
 	int o;
 	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (o) {
-		case 'm': chunk_mib = opt(optarg, "chunk-mib"); break;
-		case 'n': chunks = opt(optarg, "chunks"); break;
-		case 'c': cycles = opt(optarg, "cycles"); break;
+		case 'm': chunk_mib = vl_opt_long("memeater", "chunk-mib", optarg); break;
+		case 'n': chunks = vl_opt_long("memeater", "chunks", optarg); break;
+		case 'c': cycles = vl_opt_long("memeater", "cycles", optarg); break;
 		case 'p': cpu = atol(optarg); break;
-		case 's': sample = opt(optarg, "sample-pages"); break;
+		case 's': sample = vl_opt_long("memeater", "sample-pages", optarg); break;
 		default: return 2;
 		}
 	}
