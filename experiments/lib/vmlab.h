@@ -293,13 +293,12 @@ static void vl_nodefree(vl_buf *b, int nodes)
 	vl_close(b, ']');
 }
 
-/* kswapd CPU time per node, in clock ticks (utime + stime from /proc/PID/stat) */
-static void vl_kswapd(vl_buf *b)
+/* Calls fn(node, ticks, arg) for every kswapd thread; ticks = utime + stime
+ * from /proc/PID/stat, in clock ticks. */
+static void vl_each_kswapd(void (*fn)(int node, long long ticks, void *arg), void *arg)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
-	vl_kint(b, "clk_tck", sysconf(_SC_CLK_TCK));
-	vl_open(b, "kswapd", '{');
 	while (d && (e = readdir(d))) {
 		if (!isdigit((unsigned char)e->d_name[0]))
 			continue;
@@ -316,16 +315,28 @@ static void vl_kswapd(vl_buf *b)
 			char *f = rp + 2;
 			for (int i = 3; i < 14 && f; i++)
 				f = strchr(f, ' '), f = f ? f + 1 : NULL;
-			if (f && sscanf(f, "%llu %llu", &ut, &st) == 2) {
-				char k[16];
-				snprintf(k, sizeof k, "%d", node);
-				vl_kint(b, k, (long long)(ut + st));
-			}
+			if (f && sscanf(f, "%llu %llu", &ut, &st) == 2)
+				fn(node, (long long)(ut + st), arg);
 		}
 		free(s);
 	}
 	if (d)
 		closedir(d);
+}
+
+static void vl_kswapd_emit(int node, long long ticks, void *arg)
+{
+	char k[16];
+	snprintf(k, sizeof k, "%d", node);
+	vl_kint((vl_buf *)arg, k, ticks);
+}
+
+/* kswapd CPU time per node, in clock ticks */
+static void vl_kswapd(vl_buf *b)
+{
+	vl_kint(b, "clk_tck", sysconf(_SC_CLK_TCK));
+	vl_open(b, "kswapd", '{');
+	vl_each_kswapd(vl_kswapd_emit, b);
 	vl_close(b, '}');
 }
 
@@ -433,39 +444,23 @@ static void vl_reclaim_delta(vl_buf *b, const char *k, const long long *before, 
 
 /* kswapd CPU ticks (utime + stime), summed over every node's kswapd; per
  * node into per_node[0..max) when given. */
+struct vl_kswapd_sum { long long sum, *per_node; int max; };
+
+static void vl_kswapd_add(int node, long long ticks, void *arg)
+{
+	struct vl_kswapd_sum *t = arg;
+	t->sum += ticks;
+	if (t->per_node && node >= 0 && node < t->max)
+		t->per_node[node] = ticks;
+}
+
 static long long vl_kswapd_ticks(long long *per_node, int max)
 {
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	long long sum = 0;
+	struct vl_kswapd_sum t = {0, per_node, max};
 	if (per_node)
 		memset(per_node, 0, sizeof *per_node * (size_t)max);
-	while (d && (e = readdir(d))) {
-		if (!isdigit((unsigned char)e->d_name[0]))
-			continue;
-		char p[300];
-		snprintf(p, sizeof p, "/proc/%s/stat", e->d_name);
-		char *s = vl_slurp(p);
-		if (!s)
-			continue;
-		char *lp = strchr(s, '('), *rp = strrchr(s, ')');
-		int node;
-		if (lp && rp && sscanf(lp, "(kswapd%d)", &node) == 1) {
-			unsigned long long ut = 0, st = 0;
-			char *f = rp + 2;
-			for (int i = 3; i < 14 && f; i++)
-				f = strchr(f, ' '), f = f ? f + 1 : NULL;
-			if (f && sscanf(f, "%llu %llu", &ut, &st) == 2) {
-				sum += (long long)(ut + st);
-				if (per_node && node >= 0 && node < max)
-					per_node[node] = (long long)(ut + st);
-			}
-		}
-		free(s);
-	}
-	if (d)
-		closedir(d);
-	return sum;
+	vl_each_kswapd(vl_kswapd_add, &t);
+	return t.sum;
 }
 
 /* A key figure under a stable name; the host stores it in `metrics` so
