@@ -61,7 +61,8 @@ def ok_run(r, c, rid, exp):
 
 @pytest.fixture(scope="module")
 def mlockchurn(rig):
-    return rig("mlockchurn", "chunks=6")
+    # about half a guest second of mlocks here: sample kswapd often enough to see it move
+    return rig("mlockchurn", "chunks=6,sample_ms=100")
 
 
 def test_mlockchurn_locks_every_chunk_and_recycles_memory(mlockchurn):
