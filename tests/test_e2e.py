@@ -140,7 +140,10 @@ def test_hanging_guest_is_stopped_by_the_timeout(tmp_path):
 def test_ctrl_c_aborts_and_leaves_the_database_consistent(tmp_path):
     cmd = [sys.executable, str(REPO / "run.py"), *SMALL, "--db", str(tmp_path / "r.db"),
            "--runs-dir", str(tmp_path / "runs")]
-    p = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # As a terminal's Ctrl-C would find it: a shell that started the suite in
+    # the background (`... &`) leaves SIGINT ignored, and children inherit that.
+    p = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     # Read its output as it comes (a full pipe would stall it) and interrupt
     # once it says the run started (its row is in the database as `running`).
     lines, started = [], threading.Event()
