@@ -350,10 +350,8 @@ model_t *vm_model_new(const char *path, char *err, size_t errlen) {
                        &ranges[nranges].node, &ranges[nranges].off) != 4)
                 BAD("range: expected start end node ram_offset (hex, node decimal)");
             else nranges++;
-        } else if (!strcmp(key, "interval") || !strcmp(key, "bbv_dir") || !strcmp(key, "isa") ||
-                   !strcmp(key, "vcpu_id") || !strcmp(key, "percpu_offset") ||
-                   !strcmp(key, "vcpu_sample")) {
-            /* read by the plugin */
+        } else if (!strncmp(key, "plugin.", 7) || !strcmp(key, "isa")) {
+            /* plugin.*: the QEMU glue's own settings (plugin.c); isa: informational */
         } else {
             BAD("unknown key '%s'", key);
         }

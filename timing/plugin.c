@@ -323,11 +323,11 @@ static int read_plugin_keys(const char *path) {
     char line[4200], key[64], val[4096];
     while (fgets(line, sizeof line, f))
         if (sscanf(line, "%63s %4095s", key, val) == 2) {
-            if (!strcmp(key, "bbv_dir")) snprintf(bbv_dir, sizeof bbv_dir, "%s", val);
-            else if (!strcmp(key, "interval")) interval = strtoull(val, NULL, 10);
-            else if (!strcmp(key, "vcpu_id")) vcpu_by_percpu = !strcmp(val, "percpu");
-            else if (!strcmp(key, "vcpu_sample")) vcpu_sample = (uint32_t)strtoul(val, NULL, 10) ?: 1;
-            else if (!strcmp(key, "percpu_offset")) percpu_offset_addr = strtoull(val, NULL, 16);
+            if (!strcmp(key, "plugin.bbv_dir")) snprintf(bbv_dir, sizeof bbv_dir, "%s", val);
+            else if (!strcmp(key, "plugin.interval")) interval = strtoull(val, NULL, 10);
+            else if (!strcmp(key, "plugin.vcpu_id")) vcpu_by_percpu = !strcmp(val, "percpu");
+            else if (!strcmp(key, "plugin.vcpu_sample")) vcpu_sample = (uint32_t)strtoul(val, NULL, 10) ?: 1;
+            else if (!strcmp(key, "plugin.percpu_offset")) percpu_offset_addr = strtoull(val, NULL, 16);
         }
     fclose(f);
     return 0;
@@ -363,7 +363,6 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     read_plugin_keys(config);
     if (vcpu_by_percpu && (!is_x86 || !percpu_offset_addr)) vcpu_by_percpu = 0;  /* x86-64 kernels only */
     percpu_base = calloc(vm_ncpus(M), sizeof(uint64_t));
-    if (detailed) vcpu_sample = 1;
     if (bbv_dir[0] && interval) {
         bbv = calloc(vm_ncpus(M), sizeof(bbv_t));
         bb_ids = g_hash_table_new(g_int64_hash, g_int64_equal);
