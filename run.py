@@ -115,10 +115,7 @@ def cmd_run(args) -> int:
             kernel.check_variant(v)
         qver = qemu.qemu_version(qemu.QEMU[topo.guest_isa])
         if args.timing != "off":
-            if args.timing == "detailed" and args.qemu_mode != "icount":
-                raise timing.TimingError("--timing detailed: needs --qemu-mode icount (the model is one "
-                                         "serial state, and QEMU 10.0.2 can abort on MMIO addresses under MTTCG)")
-            timing.config_text(topo, args.timing, Path("/dev/null"), qemu_mode=args.qemu_mode)  # can it map it?
+            timing.check(topo, args.timing, args.qemu_mode)
     except (topologies.TopologyError, experiments.ExperimentError, kernel.BuildError, qemu.EngineError,
             timing.TimingError) as e:
         fail(str(e))

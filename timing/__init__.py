@@ -11,6 +11,7 @@ phases), detailed (every data access priced).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -181,8 +182,12 @@ def kernel_symbol(system_map: Path, name: str) -> int | None:
     return None
 
 
-def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir: Path | None = None,
-                interval: int = 100_000_000, qemu_mode: str = "icount") -> str:
+def check(topo, mode: str, qemu_mode: str = "icount") -> None:
+    """Everything that keeps the model from running this topology in this
+    mode, as one line, before anything is built or booted."""
+    if mode == "detailed" and qemu_mode != "icount":
+        raise TimingError("--timing detailed: needs --qemu-mode icount (the model is one serial state, and "
+                          "QEMU 10.0.2 can abort on MMIO addresses under MTTCG)")
     if mode not in ("fast", "detailed"):
         raise TimingError(f"--timing: expected one of {', '.join(MODES)}, got {mode!r}")
     if topo.cpus > MAX_CPUS:
@@ -195,9 +200,15 @@ def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir
     for name in ("l1d", "l2"):
         if name not in caches:
             raise TimingError(f"{topo.path}: field 'caches.{name}': expected a cache for the timing model")
-    l1, l2 = caches["l1d"], caches["l2"]
-    if l1.line_bytes != l2.line_bytes:
+    if caches["l1d"].line_bytes != caches["l2"].line_bytes:
         raise TimingError(f"{topo.path}: field 'caches.l2.line_bytes': expected the L1D's line size")
+
+
+def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir: Path | None = None,
+                interval: int = 100_000_000, qemu_mode: str = "icount") -> str:
+    check(topo, mode, qemu_mode)
+    caches = {c.name: c for c in topo.caches}
+    l1, l2 = caches["l1d"], caches["l2"]
     lines = ["vmlab-timing 1", f"mode {mode}", f"out {out}", f"isa {topo.guest_isa}",
              f"kernel_base {KERNEL_BASE[topo.guest_isa]:#x}",
              f"cpus {topo.cpus}", f"nodes {topo.nodes}", f"clock_ghz {topo.clock_ghz}",
@@ -212,10 +223,10 @@ def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir
         # the plugin then tells the running one by its per-CPU base (plugin.c).
         pco = kernel_symbol(symbols, "__per_cpu_offset") if topo.guest_isa == "x86_64" else None
         if qemu_mode == "icount" and pco is not None and topo.cpus > 1:
-            lines += ["vcpu_id percpu", f"percpu_offset {pco:#x}",
-                      f"vcpu_sample {1 if mode == 'detailed' else FAST_VCPU_SAMPLE}"]
+            lines += ["plugin.vcpu_id percpu", f"plugin.percpu_offset {pco:#x}",
+                      f"plugin.vcpu_sample {1 if mode == 'detailed' else FAST_VCPU_SAMPLE}"]
     if bbv_dir:
-        lines += [f"bbv_dir {bbv_dir}", f"interval {interval}"]
+        lines += [f"plugin.bbv_dir {bbv_dir}", f"plugin.interval {interval}"]
     for n in range(topo.nodes):
         lines += [f"cpu_node {c} {n}" for c in topo.node_cpus(n)]
     lines += [f"hops {i} " + " ".join(map(str, row)) for i, row in enumerate(topo.hops)]
@@ -250,6 +261,7 @@ def c2c_ns(topo, req: int, home: int, owner: int) -> float:
 
 
 # --- the plugin build -----------------------------------------------------------------
+@functools.lru_cache(maxsize=None)  # asked by every build and run; dpkg-query is a process
 def qemu_package_version(binary_package: str = "qemu-system-x86") -> str:
     r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", binary_package], capture_output=True, text=True)
     if r.returncode or not r.stdout.strip():
