@@ -327,20 +327,10 @@ def plugin_header(cache: Path, version: str | None = None, log=print) -> Path:
     return dst
 
 
-def plugin_api_version(header_dir: Path) -> int:
-    m = re.search(r"#define QEMU_PLUGIN_VERSION (\d+)", (header_dir / "qemu-plugin.h").read_text())
-    return int(m.group(1)) if m else 0
-
-
 def plugin_path(cache: Path, version: str | None = None) -> Path:
     version = version or qemu_package_version()
     safe = re.sub(r"[^A-Za-z0-9.+~-]", "_", version)
     return cache / "timing" / safe / "libvmlab_timing.so"
-
-
-def model_lib_path(cache: Path) -> Path:
-    """The model alone as a shared library, for tests that drive it directly."""
-    return cache / "timing" / "libvmlab_model.so"
 
 
 # --- results ----------------------------------------------------------------------------
