@@ -64,8 +64,14 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--flavor", default="default", choices=["default", "lockstat"],
                    help="kernel config flavor: lockstat adds LOCK_STAT (slower; never mix flavors in a comparison)")
     p.add_argument("--qemu-mode", default="icount", choices=["icount", "mttcg"],
-                   help="icount: deterministic, 1 instruction = 1 ns guest time, pinned clock (default); "
-                        "mttcg: multi-threaded TCG, faster, not repeatable")
+                   help="icount: deterministic per-vCPU guest clocks (each vCPU's instructions at the topology's "
+                        "clock plus the model's stalls), pinned RTC (default); "
+                        "mttcg: multi-threaded TCG, guest time from the host, not repeatable")
+    p.add_argument("--quantum-ns", type=float, default=1000,
+                   help="icount: vCPUs interleave furthest-behind-first, each running until it is this many guest "
+                        "ns past the next (default 1000; smaller is more exact for lock hand-offs and slower)")
+    p.add_argument("--no-stalls", action="store_true",
+                   help="--timing detailed: price accesses but do not charge the stalls to the guest's clocks")
     p.add_argument("--timing", default="off", choices=["off", "fast", "detailed"],
                    help="memory-system timing model (a QEMU plugin, timing/): off = plain QEMU (default); "
                         "fast = instruction counts and basic-block vectors; detailed = every data access priced "
@@ -96,7 +102,7 @@ def cmd_run(args) -> int:
     import experiments
     import topologies
     from analysis import compare, db
-    from configs import qemu
+    from configs import qemu, qemu_build
     from images import kernel
     import timing
 
@@ -113,11 +119,14 @@ def cmd_run(args) -> int:
         variants = [kernel.Variant(topo.guest_isa, args.flavor, k) for k in sets]
         for v in variants:
             kernel.check_variant(v)
-        qver = qemu.qemu_version(qemu.QEMU[topo.guest_isa])
+        qemu_build.series()  # every patch the series names is there
+        args.quantum_ns = qemu.check_quantum(args.quantum_ns)
+        if args.timeout is not None and not 0 < args.timeout < 1e7:
+            raise qemu.EngineError(f"--timeout: expected a positive number of seconds, got {args.timeout:g}")
         if args.timing != "off":
             timing.check(topo, args.timing, args.qemu_mode)
     except (topologies.TopologyError, experiments.ExperimentError, kernel.BuildError, qemu.EngineError,
-            timing.TimingError) as e:
+            qemu_build.EngineBuildError, timing.TimingError) as e:
         fail(str(e))
 
     # Several kernels: build what is missing first, so the runs follow each
@@ -133,7 +142,7 @@ def cmd_run(args) -> int:
     for i, (v, b) in enumerate(zip(variants, built)):
         if cid:
             print(f"\n=== kernel {i + 1}/{len(variants)}: {v.patchset} (comparison {cid}) ===", flush=True)
-        run_id, status = run_one(args, con, dbpath, topo, exp, plan, v, b, userland, qver, quiet=bool(cid))
+        run_id, status = run_one(args, con, dbpath, topo, exp, plan, v, b, userland, quiet=bool(cid))
         results.append((run_id, status))
         if cid:
             compare.add_run(con, cid, i, run_id)
@@ -147,10 +156,10 @@ def cmd_run(args) -> int:
     return worst
 
 
-def run_one(args, con, dbpath, topo, exp, plan, variant, built, userland, qver, quiet=False) -> tuple[int, str]:
+def run_one(args, con, dbpath, topo, exp, plan, variant, built, userland, quiet=False) -> tuple[int, str]:
     """Boot one kernel, run the experiment, store the run; (run id, status)."""
     from analysis import db, records, summary
-    from configs import qemu
+    from configs import qemu, qemu_build
     from images import initramfs, kernel
     import timing
 
@@ -189,11 +198,14 @@ def run_one(args, con, dbpath, topo, exp, plan, variant, built, userland, qver, 
         conf_path = rdir / "timing.conf"
         conf_path.write_text(timing.config_text(topo, args.timing, timing_out, symbols=built.kernel_dir / "System.map",
                                                 bbv_dir=rdir if args.timing == "fast" else None,
-                                                qemu_mode=args.qemu_mode))
+                                                qemu_mode=args.qemu_mode, stalls=not args.no_stalls))
         plugin = (built.plugin, conf_path)
-    cmd = qemu.command_line(topo, built.kernel_dir / "kernel", initrd, mode=args.qemu_mode, swap_image=swap_img,
-                            data_image=data_img, append=args.kernel_append, hmat=not args.no_hmat,
-                            binary=qemu.QEMU[topo.guest_isa], plugin=plugin)
+    cmd = qemu.command_line(topo, built.kernel_dir / "kernel", initrd, binary=built.qemu_dir / "bin" /
+                            qemu_build.TARGETS[topo.guest_isa], mode=args.qemu_mode, quantum_ns=args.quantum_ns,
+                            swap_image=swap_img, data_image=data_img, append=args.kernel_append,
+                            hmat=not args.no_hmat, plugin=plugin)
+    stalls = args.timing == "detailed" and not args.no_stalls and args.qemu_mode == "icount"
+    qver = qemu_build.label()
     console, qlog = rdir / "console.log", rdir / "qemu.log"
     boot_to = args.boot_timeout or qemu.boot_timeout_s(topo, args.qemu_mode)
     run_to = args.timeout or plan.timeout_s
@@ -209,14 +221,18 @@ def run_one(args, con, dbpath, topo, exp, plan, variant, built, userland, qver, 
         "kernel_config_sha256": kmeta["config_sha256"], "kernel_sha256": kmeta["kernel_sha256"],
         "initramfs_sha256": hashlib.sha256(userland).hexdigest(), "engine": "qemu-tcg", "engine_version": qver,
         "qemu_mode": args.qemu_mode, "timing_mode": args.timing, "seed": args.seed,
-        "timing_plugin": (f"vmlab_timing sha256 {initramfs.sha256(built.plugin)[:12]}, QEMU package "
-                          f"{timing.qemu_package_version()}" if built.plugin else None),
+        "clock_model": qemu.clock_model(topo, args.qemu_mode, args.quantum_ns, stalls),
+        "quantum_ns": args.quantum_ns if args.qemu_mode == "icount" else None,
+        "timing_plugin": (f"vmlab_timing sha256 {initramfs.sha256(built.plugin)[:12]}, built against "
+                          f"{qver}" if built.plugin else None),
         "command_line": " ".join(sh_quote(c) for c in cmd), "log_path": str(console),
-        "limitations": summary.limitations(topo, args.qemu_mode, args.timing, swap_dev, data_dev),
+        "limitations": summary.limitations(topo, args.qemu_mode, args.timing, swap_dev, data_dev, stalls),
     }
     run_id = db.start_run(con, row)
     print(f"run {run_id}: {topo.name} ({topo.shape()}, {topo.cpus} CPUs, {topo.memory_mib} MiB/node), "
-          f"kernel {variant.patchset}, {exp.name} {plan.command!r}, QEMU {qver} {args.qemu_mode}; console {console}",
+          f"kernel {variant.patchset}, {exp.name} {plan.command!r}, {qver}, "
+          f"{'per-vCPU clocks, quantum ' + str(args.quantum_ns) + ' ns' if args.qemu_mode == 'icount' else 'mttcg'}; "
+          f"console {console}",
           flush=True)
 
     outcome = None
@@ -240,17 +256,19 @@ def run_one(args, con, dbpath, topo, exp, plan, variant, built, userland, qver, 
             "qemu_maxrss_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
         }
         parsed = outcome.parsed if outcome else records.parse_bytes(console.read_bytes() if console.exists() else b"")
-        extra = None
+        clocks = qemu.vcpu_clocks(qlog)
+        extras = [lambda c: c.executemany("INSERT INTO vcpu_clocks VALUES (?, ?, ?, ?, ?)",
+                                          [(run_id, *row) for row in clocks])]
         if timing_out is not None and timing_out.exists():
             from analysis import timing as timing_db
             res = timing.load_results(timing_out)
             ok, line = timing.map_matches_srat(topo, console.read_text(errors="replace"))
-            extra = lambda c: timing_db.ingest(c, run_id, res, ("" if ok else "MISMATCH: ") + line)  # noqa: E731
+            extras.append(lambda c: timing_db.ingest(c, run_id, res, ("" if ok else "MISMATCH: ") + line))
             if not ok:
                 print(f"warning: timing address map: {line}", file=sys.stderr)
         elif timing_out is not None:
             print(f"warning: the timing plugin wrote no results ({timing_out}); see {qlog}", file=sys.stderr)
-        db.finish_run(con, run_id, fields, parsed, topo, extra=extra)
+        db.finish_run(con, run_id, fields, parsed, topo, extra=lambda c: [f(c) for f in extras])
     if status == "failed" and plugin is not None and outcome and outcome.boot_wall_s is None and qlog.exists():
         bad = [ln for ln in qlog.read_text(errors="replace").splitlines() if "plugin" in ln.lower()]
         if bad:  # QEMU refused the plugin: say why and what fixes it
@@ -276,7 +294,7 @@ def build_images(variant, arch: str, exp: str, timing: bool = False):
     try:
         return wrapper.build(cache_dir(), variant, arch, exp, timing=timing)
     except (RuntimeError, kernel.BuildError) as e:
-        fail(str(e), 1)
+        fail(str(e), getattr(e, "status", 1))
 
 
 def sh_quote(s: str) -> str:

@@ -9,6 +9,8 @@ records without a status.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import sqlite3
@@ -366,6 +368,20 @@ MIGRATIONS = [
         PRIMARY KEY (run_id, proc)
     );
     """,
+    # 6: per-vCPU guest time (our QEMU's series): how the run's clock was
+    # kept, and each vCPU's own instructions, stall and clock at exit.
+    """
+    ALTER TABLE runs ADD COLUMN clock_model TEXT;
+    ALTER TABLE runs ADD COLUMN quantum_ns INTEGER;
+    CREATE TABLE vcpu_clocks (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        cpu INTEGER NOT NULL,
+        insns INTEGER NOT NULL,
+        stall_ps INTEGER NOT NULL,
+        clock_ps INTEGER NOT NULL,
+        PRIMARY KEY (run_id, cpu)
+    );
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -399,9 +415,17 @@ def migrate(con: sqlite3.Connection, path="database") -> int:
     if v > SCHEMA_VERSION:
         raise SchemaError(f"{path}: schema version {v} is newer than this vmlab ({SCHEMA_VERSION}); "
                           f"update vmlab or use another --db")
-    for n in range(v, SCHEMA_VERSION):
-        with con:  # each step atomic, with its version bump
-            con.executescript("BEGIN;" + MIGRATIONS[n] + f"PRAGMA user_version = {n + 1}; COMMIT;")
+    if v == SCHEMA_VERSION:
+        return v
+    # Concurrent first runs: one migrates, the others wait and find it done.
+    on_disk = str(path) not in ("database", ":memory:", "")
+    with (open(f"{path}.migrate.lock", "w") if on_disk else contextlib.nullcontext()) as lock:
+        if lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        v = con.execute("PRAGMA user_version").fetchone()[0]
+        for n in range(v, SCHEMA_VERSION):
+            with con:  # each step atomic, with its version bump
+                con.executescript("BEGIN;" + MIGRATIONS[n] + f"PRAGMA user_version = {n + 1}; COMMIT;")
     return SCHEMA_VERSION
 
 

@@ -30,7 +30,8 @@ def dumps(obj) -> str:
     return json.dumps(obj, sort_keys=True)
 
 
-def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "", data_dev: str = "") -> str:
+def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "", data_dev: str = "",
+                stalls_on: bool = True) -> str:
     out = [f"memory scaled: {topo.memory_mib} MiB per node stands for {topo.real_memory_gib:g} GiB "
            f"(scale 1/{round(1 / topo.scale)})"]
     if topo.guest_isa != topo.native_isa:
@@ -39,16 +40,19 @@ def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "", data_dev:
         out.append("Alpha guest (native ISA, QEMU clipper): no NUMA (Linux removed Alpha NUMA in 5.14), "
                    "one node of at most 4 CPUs; no transparent huge pages; NUMA and THP knobs do not apply")
     if timing == "off":
-        out.append("timing functional only (QEMU TCG, no memory-system model): guest times do not include "
+        out.append("no memory-system model: guest time counts instructions only (1 per cycle), no cache, "
                    "remote-memory or lock latency")
     else:
-        out.append(f"timing model {timing}: trace-driven, the guest's own clock stays functional (icount) and "
-                   "does not feel modeled latencies; modeled times are reported beside it"
+        stalls = "its stalls are charged to the vCPU clocks, so the guest feels them" if (
+            timing == "detailed" and qemu_mode == "icount" and stalls_on) else \
+            "the guest does not feel its latencies (reported beside the guest's figures)"
+        out.append(f"timing model {timing}: {stalls}"
                    + ("; private L1D/L2, MESI directory, hops and queueing modeled, instruction fetch "
                       "as L1I hits at 1 instruction per cycle" if timing == "detailed" else
                       "; instruction counts and basic-block vectors only"))
     if qemu_mode == "icount":
-        out.append("guest time = icount: 1 instruction = 1 ns"
+        out.append("guest time = per-vCPU clocks (instructions at the topology clock + stalls), interleaved in a "
+                   "quantum; a lock hand-off between vCPUs can be seen up to a quantum late"
                    + ("; swap disk I/O completes in host time, so the run repeats only up to disk timing, "
                       "and disk latency is not modeled" if swap_dev.startswith("/dev/") else "; deterministic"))
     else:
@@ -141,6 +145,19 @@ def _mib(kib) -> str:
     return "" if kib is None else f"{kib / 1024:.1f}"
 
 
+def _vcpu_clocks(con, run_id: int, w) -> None:
+    """Each vCPU's own time at exit: busy vCPUs advance alone, not as a sum."""
+    rows = con.execute("SELECT cpu, insns, stall_ps, clock_ps FROM vcpu_clocks WHERE run_id = ? ORDER BY cpu",
+                       (run_id,)).fetchall()
+    if not rows:
+        return
+    busiest = max(rows, key=lambda x: x["insns"])
+    total = sum(x["insns"] for x in rows)
+    w(f"vCPUs:   {len(rows)} clocks at exit; {total / 1e9:.2f} G instructions in all, the busiest (CPU "
+      f"{busiest['cpu']}) {busiest['insns'] / 1e9:.2f} G, its clock {busiest['clock_ps'] / 1e12:.3f} s with "
+      f"{busiest['stall_ps'] / 1e12:.3f} s of model stalls")
+
+
 def render(con, run_id: int) -> str:
     r = con.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
     params = json.loads(r["params_json"])
@@ -159,8 +176,11 @@ def render(con, run_id: int) -> str:
       + f"; topology sha256 {r['topology_sha256'][:12]}")
     w(f"kernel:  Linux {r['kernel_release']} ({r['kernel_source']}), patch set {r['patch_set']}, "
       f"flavor {r['kernel_flavor']}, config sha256 {(r['kernel_config_sha256'] or '')[:12]}")
-    w(f"engine:  QEMU {r['engine_version']} TCG, {r['qemu_mode']} mode, timing model {r['timing_mode']}"
+    w(f"engine:  {r['engine_version']}, TCG {r['qemu_mode']} mode, timing model {r['timing_mode']}"
       + (f" ({r['timing_plugin']})" if r["timing_plugin"] else ""))
+    if r["clock_model"]:
+        w(f"clock:   {r['clock_model']}")
+    _vcpu_clocks(con, run_id, w)
     shown = {k: v for k, v in params.items() if k != "command"}
     w("params:  " + ", ".join(f"{k}={v}" for k, v in shown.items()))
     w(f"limits:  {r['limitations']}")

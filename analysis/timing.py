@@ -111,6 +111,7 @@ def latprobe_rows(con, run_id: int):
             want = timing.memory_ns(topo, home, node)
             chase.append({"node": node, "hops": hops, "slit": b["distance"], "loads": b["loads"],
                           "on_node": b["on_node"], "configured_ns": want, "model_ns": model,
+                          "guest_ns": b["guest_ms"] * 1e6 / b["loads"] if b.get("guest_ms") else None,
                           "error_pct": 100.0 * (model - want) / want if model else None})
         else:
             mine, theirs = phases.get((3, node, b["cpu"])), phases.get((3, node, b["partner"]))
@@ -126,6 +127,8 @@ def latprobe_rows(con, run_id: int):
             pingpong.append({"node": node, "hops": topo.hops[cnode][pnode], "partner": b["partner"],
                              "increments": b["increments"], "transfers": xfers,
                              "per_increment": xfers / b["increments"], "model_ns": model, "formula_ns": want,
+                             # one increment each way is a round trip: two hand-offs of the line
+                             "guest_rtt_ns": 2e6 * b["guest_ms"] / b["increments"] if b.get("guest_ms") else None,
                              "error_pct": 100.0 * (model - want) / want if model else None})
     return chase, pingpong
 
@@ -135,21 +138,27 @@ def render_latprobe(con, run_id: int, w) -> None:
         w("\nlatprobe: run with --timing detailed to compare the model with the topology")
         return
     chase, pingpong = latprobe_rows(con, run_id)
-    w("\nlatprobe: pointer chase, modeled time per load vs the topology's latency (local + hops x hop)")
-    w("  node hops SLIT  on node   loads   topology ns   model ns   error")
+    w("\nlatprobe: pointer chase, ns per load: the topology (local + hops x hop), the model, and the guest's own "
+      "clock (clock_gettime around the chase)")
+    w("  node hops SLIT  on node   loads   topology ns   model ns   error   guest ns   error")
     for c in chase:
         if c["model_ns"] is None:
             w(f"  {c['node']:>4} {c['hops']:>4} {c['slit']:>4}   (no phase record)")
             continue
+        g = c["guest_ns"]
         w(f"  {c['node']:>4} {c['hops']:>4} {c['slit']:>4} {100 * c['on_node']:>7.0f} % {c['loads']:>8,} "
-          f"{c['configured_ns']:>12.1f} {c['model_ns']:>10.1f} {c['error_pct']:>+7.2f} %")
+          f"{c['configured_ns']:>12.1f} {c['model_ns']:>10.1f} {c['error_pct']:>+7.2f} % "
+          + (f"{g:>9.1f} {100 * (g - c['configured_ns']) / c['configured_ns']:>+7.2f} %" if g else "        -"))
     if pingpong:
         w("lock ping-pong (compare-and-swap, counter homed on the prober's node): modeled cost per lock-line "
-          "transfer vs the model's formula (requester -> home -> owner -> requester)")
-        w("  node hops partner  transfers/increment   model ns   formula ns   error")
+          "transfer vs the model's formula (requester -> home -> owner -> requester), and the guest's round "
+          "trip (two hand-offs) against twice the formula")
+        w("  node hops partner  transfers/increment   model ns   formula ns   error   guest RTT ns   vs 2x formula")
         for p in pingpong:
             if p["model_ns"] is None:
                 w(f"  {p['node']:>4} {p['hops']:>4} {p['partner']:>7}   (no phase records)")
                 continue
+            g = p["guest_rtt_ns"]
             w(f"  {p['node']:>4} {p['hops']:>4} {p['partner']:>7} {p['per_increment']:>20.2f} {p['model_ns']:>10.1f} "
-              f"{p['formula_ns']:>12.1f} {p['error_pct']:>+7.2f} %")
+              f"{p['formula_ns']:>12.1f} {p['error_pct']:>+7.2f} % "
+              + (f"{g:>13.1f} {100 * (g - 2 * p['formula_ns']) / (2 * p['formula_ns']):>+9.2f} %" if g else ""))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import time
@@ -19,36 +18,49 @@ from pathlib import Path
 
 from analysis import records as rec
 
-QEMU = {"x86_64": "qemu-system-x86_64", "alpha": "qemu-system-alpha"}
-MODES = {
-    # Deterministic: one instruction = 1 ns of guest time, idle time skipped,
-    # guest clock pinned: same inputs give the same instruction counts and
-    # the same console, run after run.
-    "icount": ["-icount", "shift=0,sleep=off", "-rtc", "base=2005-05-24T00:00:00,clock=vm"],
-    # Faster on several host cores, not repeatable: guest time follows the host.
-    "mttcg": ["-accel", "tcg,thread=multi", "-rtc", "base=2005-05-24T00:00:00,clock=host"],
-}
-MIN_QEMU = (10, 0)
+# Guest time (--qemu-mode):
+# - icount (default): our series' per-vCPU clocks. Each vCPU's time is its own
+#   instructions at the topology's clock (one per cycle) plus the stalls the
+#   timing model charges it; vCPUs interleave furthest-behind-first in a
+#   quantum of guest time; idle time is skipped; the RTC is pinned. Same
+#   inputs give the same instruction counts and console, run after run.
+# - mttcg: faster on several host cores, not repeatable: guest time follows the host.
+MODES = ("icount", "mttcg")
+QUANTUM_NS = 1000          # default interleaving quantum (guest ns)
+MAX_QUANTUM_NS = 1_000_000  # 1 ms: past that, interleaving stops meaning anything
+RTC = "base=2005-05-24T00:00:00"
 
 
 class EngineError(RuntimeError):
     pass
 
 
-def qemu_version(binary: str = "qemu-system-x86_64") -> str:
-    path = shutil.which(binary)
-    if not path:
-        pkg = "qemu-system-misc" if binary == QEMU["alpha"] else "qemu-system-x86"
-        raise EngineError(f"{binary} not found: install it with "
-                          f"`apt-get install -t bookworm-backports {pkg}`")
-    out = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
-    m = re.search(r"version (\d+)\.(\d+)\.(\d+)", out)
-    if not m:
-        raise EngineError(f"{binary}: cannot read its version from {out[:80]!r}")
-    if tuple(map(int, m.groups()[:2])) < MIN_QEMU:
-        raise EngineError(f"{binary} is QEMU {m.group(0)[8:]}; vmlab needs 10.0 or later "
-                          f"(7.2's -icount hangs SMP boots): `apt-get install -t bookworm-backports qemu-system-x86`")
-    return ".".join(m.groups())
+def cycle_ps(topo) -> int:
+    """Guest time per instruction: one cycle of the topology's clock."""
+    return max(1, round(1000.0 / topo.clock_ghz))
+
+
+def check_quantum(quantum_ns) -> int:
+    q = quantum_ns
+    if isinstance(q, bool) or not isinstance(q, (int, float)) or q != q or not 1 <= q <= MAX_QUANTUM_NS \
+            or int(q) != q:
+        raise EngineError(f"--quantum-ns: expected a whole number of guest ns from 1 to {MAX_QUANTUM_NS}, got {q!r}")
+    return int(q)
+
+
+def clock_args(topo, mode: str, quantum_ns: int = QUANTUM_NS) -> list[str]:
+    if mode == "icount":
+        return ["-icount", f"shift=0,sleep=off,vcpu-clock=on,cycle-ps={cycle_ps(topo)},"
+                f"quantum-ns={check_quantum(quantum_ns)}", "-rtc", f"{RTC},clock=vm"]
+    return ["-accel", "tcg,thread=multi", "-rtc", f"{RTC},clock=host"]
+
+
+def clock_model(topo, mode: str, quantum_ns: int, stalls: bool) -> str:
+    """How guest time is kept, for the run row and the summary."""
+    if mode == "icount":
+        return (f"per-vCPU clocks: {cycle_ps(topo)} ps per instruction ({topo.clock_ghz} GHz, 1 IPC), "
+                f"quantum {quantum_ns} ns, model stalls {'charged' if stalls else 'not charged'}")
+    return "host time (mttcg): not repeatable, blind to the topology"
 
 
 def numa_args(topo, hmat: bool = True) -> list[str]:
@@ -77,22 +89,24 @@ def numa_args(topo, hmat: bool = True) -> list[str]:
     return args
 
 
-def command_line(topo, kernel: Path, initrd: Path, *, mode: str = "icount", swap_image: Path | None = None,
-                 data_image: Path | None = None, append: str = "", hmat: bool = True,
-                 binary: str = "qemu-system-x86_64", plugin: tuple[Path, Path] | None = None) -> list[str]:
-    """plugin: (the timing plugin's .so, its config file), or None for plain QEMU."""
+def command_line(topo, kernel: Path, initrd: Path, *, binary: Path, mode: str = "icount",
+                 quantum_ns: int = QUANTUM_NS, swap_image: Path | None = None, data_image: Path | None = None,
+                 append: str = "", hmat: bool = True, plugin: tuple[Path, Path] | None = None) -> list[str]:
+    """binary: our QEMU for the guest's ISA (configs/qemu_build.binary);
+    plugin: (the timing plugin's .so, its config file), or None."""
     if mode not in MODES:
         raise EngineError(f"--qemu-mode: expected one of {', '.join(MODES)}, got {mode!r}")
     if topo.guest_isa == "alpha":
-        return alpha_command_line(topo, kernel, initrd, mode=mode, swap_image=swap_image, data_image=data_image,
-                                  append=append, binary=binary)
+        cmd = alpha_command_line(topo, kernel, initrd, binary=binary, mode=mode, quantum_ns=quantum_ns,
+                                 swap_image=swap_image, data_image=data_image, append=append)
+        return cmd + (["-plugin", f"{plugin[0]},config={plugin[1]}"] if plugin is not None else [])
     machine = "q35" + (",hmat=on" if hmat else "")
-    cmd = [binary, "-machine", machine, "-nodefaults", "-display", "none", "-monitor", "none",
+    cmd = [str(binary), "-machine", machine, "-nodefaults", "-display", "none", "-monitor", "none",
            # qemu64: no RDRAND, whose host randomness would break determinism.
            "-cpu", "qemu64", "-m", f"{topo.total_memory_mib}M",
            # One socket per node: plain -smp N makes one socket spanning every node.
            "-smp", f"{topo.cpus},sockets={topo.nodes},cores={topo.cpus_per_node},threads=1",
-           *MODES[mode], "-no-reboot",
+           *clock_args(topo, mode, quantum_ns), "-no-reboot",
            "-kernel", str(kernel), "-initrd", str(initrd),
            "-append", ("console=ttyS0 panic=-1 nokaslr mitigations=off " + append).strip()]
     cmd += numa_args(topo, hmat)
@@ -112,17 +126,15 @@ def disks(swap_image: Path | None, data_image: Path | None) -> list[str]:
     return out
 
 
-def alpha_command_line(topo, kernel: Path, initrd: Path, *, mode: str = "icount", swap_image: Path | None = None,
-                       data_image: Path | None = None, append: str = "",
-                       binary: str = "qemu-system-alpha") -> list[str]:
+def alpha_command_line(topo, kernel: Path, initrd: Path, *, binary: Path, mode: str = "icount",
+                       quantum_ns: int = QUANTUM_NS, swap_image: Path | None = None,
+                       data_image: Path | None = None, append: str = "") -> list[str]:
     """QEMU's clipper (DP264, 21264 CPUs): the ELF vmlinux is loaded by QEMU
     with its own PALcode; at most 4 CPUs and one memory (the topology stage
     refuses more), so no NUMA arguments. Its PCI bus takes virtio-blk."""
-    if binary == "qemu-system-x86_64":
-        binary = QEMU["alpha"]
-    cmd = [binary, "-machine", "clipper", "-nodefaults", "-display", "none", "-monitor", "none",
+    cmd = [str(binary), "-machine", "clipper", "-nodefaults", "-display", "none", "-monitor", "none",
            "-cpu", "ev67", "-m", f"{topo.total_memory_mib}M", "-smp", str(topo.cpus),
-           *MODES[mode], "-no-reboot",
+           *clock_args(topo, mode, quantum_ns), "-no-reboot",
            "-kernel", str(kernel), "-initrd", str(initrd),
            "-append", ("console=ttyS0 panic=-1 " + append).strip()]
     return cmd + disks(swap_image, data_image)
@@ -146,6 +158,17 @@ class Outcome:
 
 
 PANIC = re.compile(r"Kernel panic - not syncing:.*")
+VCPU_CLOCK = re.compile(r"^vmlab-clock: cpu (\d+) insns (\d+) stall_ps (\d+) clock_ps (\d+)$", re.M)
+
+
+def vcpu_clocks(qemu_log: Path) -> list[tuple[int, int, int, int]]:
+    """(cpu, instructions, stall ps, clock ps) per vCPU, as our QEMU prints
+    them at exit (patch 0003); empty if it did not get that far."""
+    try:
+        text = qemu_log.read_text(errors="replace")
+    except OSError:
+        return []
+    return [tuple(map(int, m.groups())) for m in VCPU_CLOCK.finditer(text)]
 
 
 def supervise(cmd: list[str], console: Path, qemu_log: Path, boot_timeout: float, run_timeout: float,

@@ -11,15 +11,26 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 
 
+class BuildFailed(RuntimeError):
+    """status: 2 for bad input the build found (a patch that does not
+    apply), 1 for a build that failed."""
+
+    def __init__(self, msg: str, status: int = 1):
+        super().__init__(msg)
+        self.status = status
+
+
 @dataclass
 class Built:
     kernel_dir: Path
     initramfs: Path
     rebuilt: bool
+    qemu_dir: Path       # our QEMU (configs/qemu_build.py): bin/, include/, meta.json
     plugin: Path | None = None
 
 
 def build(cache: Path, variant, arch: str, experiment: str, timing: bool = False) -> Built:
+    from configs import qemu_build
     from images import kernel
     import timing as tm
     kernel.check_variant(variant)
@@ -30,10 +41,10 @@ def build(cache: Path, variant, arch: str, experiment: str, timing: bool = False
             f"experiments={arch}/{experiment}"]
     plugin = None
     if timing:
-        plugin = tm.plugin_path(cache)
+        plugin = tm.plugin_path(cache, qemu_build.key())
         args.append(f"timing={plugin}")
     cache.mkdir(parents=True, exist_ok=True)
-    print(f"build: kernel {variant.label()}, initramfs {arch}/{experiment}"
+    print(f"build: kernel {variant.label()}, initramfs {arch}/{experiment}, QEMU + vmlab series"
           f"{', timing plugin' if timing else ''} (cache {cache})", flush=True)
     # SCons prints each action it runs (and "... is up to date" otherwise):
     # any other line means something was built.
@@ -41,13 +52,19 @@ def build(cache: Path, variant, arch: str, experiment: str, timing: bool = False
     # second checkout of the same sources finds its guest programs built.
     p = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
     rebuilt = False
+    error = ""
     for line in p.stdout:
         if line.startswith("scons: `") and line.rstrip().endswith("is up to date."):
             continue
         rebuilt = True
+        if line.startswith("error: "):  # our recipes' one-line errors
+            error = line[len("error: "):].strip()
+            continue
         print(line, end="", flush=True)
     if p.wait():
-        raise RuntimeError(f"build failed (scons exit status {p.returncode}); see the messages above")
+        if error:
+            raise BuildFailed(error, 2 if p.returncode == 2 else 1)
+        raise BuildFailed(f"build failed (scons exit status {p.returncode}); see the messages above")
     if not rebuilt:
         print("build: up to date, nothing built", flush=True)
-    return Built(kdir, initrd, rebuilt, plugin)
+    return Built(kdir, initrd, rebuilt, qemu_build.engine_dir(cache), plugin)

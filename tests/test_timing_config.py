@@ -99,9 +99,16 @@ def test_too_many_cpus_for_the_directory(tmp_path):
 
 def test_plugin_goes_on_the_command_line(tmp_path):
     t = topologies.load("gs1280-8")
-    cmd = qemu.command_line(t, tmp_path / "k", tmp_path / "i", plugin=(tmp_path / "p.so", tmp_path / "c"))
+    cmd = qemu.command_line(t, tmp_path / "k", tmp_path / "i", binary=tmp_path / "q",
+                            plugin=(tmp_path / "p.so", tmp_path / "c"))
     assert cmd[cmd.index("-plugin") + 1] == f"{tmp_path / 'p.so'},config={tmp_path / 'c'}"
-    assert "-plugin" not in qemu.command_line(t, tmp_path / "k", tmp_path / "i")
+    assert "-plugin" not in qemu.command_line(t, tmp_path / "k", tmp_path / "i", binary=tmp_path / "q")
+    # Alpha SMP guests get the plugin too: the series tells their vCPUs apart
+    a = topologies.load("es-clipper-4")
+    cmd = qemu.command_line(a, tmp_path / "k", tmp_path / "i", binary=tmp_path / "q",
+                            plugin=(tmp_path / "p.so", tmp_path / "c"))
+    assert cmd[cmd.index("-plugin") + 1] == f"{tmp_path / 'p.so'},config={tmp_path / 'c'}"
+    T.check(a, "fast")
 
 
 def test_torus_routes_take_the_first_dimension_first_and_ties_the_positive_way():

@@ -45,6 +45,8 @@ def test_pointer_chase_latency_matches_the_topology_within_5_percent(latprobe):
     for c in chase:
         assert c["on_node"] >= 0.95, c            # the buffer really was on that node
         assert c["model_ns"] == pytest.approx(topo.latency_ns(0, c["node"]), rel=0.05), c
+        # the stalls reach the guest: its own clock_gettime sees the topology
+        assert c["guest_ns"] == pytest.approx(topo.latency_ns(0, c["node"]), rel=0.05), c
 
 
 def test_lock_pingpong_cost_grows_with_distance_as_the_model_says(latprobe):

@@ -2,8 +2,7 @@
 
 This module is its host side: it writes the plugin's config from a
 topology (CPU -> node, the guest-physical address map, hops, link routes,
-caches, latencies, bandwidths, clock), fetches QEMU's plugin header for the
-build, reads the results the plugin writes at exit, and states the model's
+caches, latencies, bandwidths, clock), reads the results the plugin writes at exit, and states the model's
 formulas so tests can check the plugin against them.
 
 Modes: off (plain QEMU), fast (instruction counts, basic-block vectors,
@@ -11,20 +10,13 @@ phases), detailed (every data access priced).
 """
 from __future__ import annotations
 
-import functools
-import hashlib
 import json
 import re
-import shutil
-import subprocess
-import tarfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SOURCES = [HERE / "model.c", HERE / "model.h", HERE / "plugin.c"]
 MODES = ("off", "fast", "detailed")
-# fast mode tells the running vCPU every this many blocks (plugin.c)
-FAST_VCPU_SAMPLE = 16
 MAX_CPUS = 62          # model.c: a directory entry holds 62 sharer bits
 GRANULE = 2 << 20      # model.c: the address map's granule
 KERNEL_BASE = {"x86_64": 0xFFFF800000000000, "alpha": 0xFFFFFC0000000000}
@@ -174,14 +166,6 @@ def links_and_routes(topo) -> tuple[list[tuple[int, int]], dict[tuple[int, int],
 
 
 # --- the plugin's config ----------------------------------------------------------
-def kernel_symbol(system_map: Path, name: str) -> int | None:
-    for line in Path(system_map).read_text().splitlines():
-        parts = line.split()
-        if len(parts) == 3 and parts[2] == name:
-            return int(parts[0], 16)
-    return None
-
-
 def check(topo, mode: str, qemu_mode: str = "icount") -> None:
     """Everything that keeps the model from running this topology in this
     mode, as one line, before anything is built or booted."""
@@ -192,9 +176,6 @@ def check(topo, mode: str, qemu_mode: str = "icount") -> None:
         raise TimingError(f"--timing: expected one of {', '.join(MODES)}, got {mode!r}")
     if topo.cpus > MAX_CPUS:
         raise TimingError(f"{topo.path}: {topo.cpus} CPUs; the timing model's directory holds at most {MAX_CPUS}")
-    if topo.guest_isa != "x86_64" and topo.cpus > 1 and qemu_mode == "icount":
-        raise TimingError(f"{topo.path}: the timing model tells vCPUs apart on x86-64 guests only (QEMU 10.0.2 "
-                          f"reports the translating vCPU under -icount); use one CPU or an x86_64 topology")
     check_address_map(topo)
     caches = {c.name: c for c in topo.caches}
     for name in ("l1d", "l2"):
@@ -205,7 +186,10 @@ def check(topo, mode: str, qemu_mode: str = "icount") -> None:
 
 
 def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir: Path | None = None,
-                interval: int = 100_000_000, qemu_mode: str = "icount") -> str:
+                interval: int = 100_000_000, qemu_mode: str = "icount", stalls: bool = True) -> str:
+    """stalls: in detailed mode, charge every access's modeled latency beyond
+    an L1 hit to the running vCPU's clock (our QEMU's series), so the guest
+    feels it; without per-vCPU clocks (mttcg) QEMU refuses them."""
     check(topo, mode, qemu_mode)
     caches = {c.name: c for c in topo.caches}
     l1, l2 = caches["l1d"], caches["l2"]
@@ -219,12 +203,8 @@ def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir
              f"mem_bw_gbps {topo.memory_bandwidth_gbps}", f"link_bw_gbps {topo.link_bandwidth_gbps}"]
     if symbols:
         lines.append(f"symbols {symbols}")
-        # Round-robin TCG (icount) reports the translating vCPU to callbacks;
-        # the plugin then tells the running one by its per-CPU base (plugin.c).
-        pco = kernel_symbol(symbols, "__per_cpu_offset") if topo.guest_isa == "x86_64" else None
-        if qemu_mode == "icount" and pco is not None and topo.cpus > 1:
-            lines += ["plugin.vcpu_id percpu", f"plugin.percpu_offset {pco:#x}",
-                      f"plugin.vcpu_sample {1 if mode == 'detailed' else FAST_VCPU_SAMPLE}"]
+    if mode == "detailed":
+        lines.append(f"plugin.stalls {'on' if stalls and qemu_mode == 'icount' else 'off'}")
     if bbv_dir:
         lines += [f"plugin.bbv_dir {bbv_dir}", f"plugin.interval {interval}"]
     for n in range(topo.nodes):
@@ -261,76 +241,10 @@ def c2c_ns(topo, req: int, home: int, owner: int) -> float:
 
 
 # --- the plugin build -----------------------------------------------------------------
-@functools.lru_cache(maxsize=None)  # asked by every build and run; dpkg-query is a process
-def qemu_package_version(binary_package: str = "qemu-system-x86") -> str:
-    r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", binary_package], capture_output=True, text=True)
-    if r.returncode or not r.stdout.strip():
-        raise TimingError(f"{binary_package} is not installed: `apt-get install -t bookworm-backports "
-                          f"{binary_package}`")
-    return r.stdout.strip()
-
-
-APT_SRC = "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] " \
-          "http://deb.debian.org/debian bookworm-backports main\n"
-
-
-def plugin_header(cache: Path, version: str | None = None, log=print) -> Path:
-    """QEMU's qemu-plugin.h for the installed QEMU, from Debian's source
-    package of the same version (no binary package carries it). Uses a
-    private apt source list and lists directory, so the system's apt config
-    is not touched; only the upstream tarball is needed (the backports .dsc
-    and .debian.tar answer 404), and apt checks it against the signed
-    Sources index. Cached per version."""
-    version = version or qemu_package_version()
-    safe = re.sub(r"[^A-Za-z0-9.+~-]", "_", version)
-    dst = cache / "qemu-plugin-header" / safe
-    if (dst / "qemu-plugin.h").is_file():
-        return dst
-    work = cache / "qemu-plugin-header" / (safe + ".work")
-    shutil.rmtree(work, ignore_errors=True)
-    (work / "lists" / "partial").mkdir(parents=True)
-    (work / "sources.list").write_text(APT_SRC)
-    opts = ["-o", f"Dir::Etc::SourceList={work / 'sources.list'}", "-o", "Dir::Etc::SourceParts=/nonexistent",
-            "-o", f"Dir::State::Lists={work / 'lists'}"]
-    log(f"  timing: fetching QEMU {version} source (its plugin header) with apt-get source ...")
-    r = subprocess.run(["apt-get", "-q", *opts, "update"], capture_output=True, text=True)
-    if r.returncode:
-        raise TimingError(f"apt-get update (deb-src bookworm-backports) failed: {r.stderr.strip()[-300:]}")
-    uris = subprocess.run(["apt-get", *opts, "source", "--print-uris", f"qemu={version}"], cwd=work,
-                          capture_output=True, text=True)
-    orig = [ln.split() for ln in uris.stdout.splitlines() if ".orig.tar" in ln and ln.startswith("'")]
-    if not orig:
-        raise TimingError(f"the qemu {version} source package is not in bookworm-backports' Sources "
-                          f"(apt-get source --print-uris: {uris.stderr.strip()[-200:]}); install the QEMU "
-                          f"version backports carries: `apt-get install -t bookworm-backports qemu-system-x86`")
-    name, want_sha = orig[0][1], orig[0][3].split(":", 1)[1]
-    subprocess.run(["apt-get", *opts, "source", "--download-only", f"qemu={version}"], cwd=work,
-                   capture_output=True, text=True)  # fails on the missing .dsc; the tarball is what we need
-    tar = work / name
-    if not tar.is_file():
-        raise TimingError(f"apt-get source did not download {name}; check that deb.debian.org is reachable")
-    h = hashlib.sha256()
-    with open(tar, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    if h.hexdigest() != want_sha:
-        raise TimingError(f"{tar}: SHA256 {h.hexdigest()} does not match the Sources index ({want_sha})")
-    with tarfile.open(tar) as t:
-        member = next((m for m in t if m.name.endswith("/include/qemu/qemu-plugin.h")), None)
-        if member is None:
-            raise TimingError(f"{tar}: has no include/qemu/qemu-plugin.h")
-        data = t.extractfile(member).read()
-    dst.mkdir(parents=True, exist_ok=True)
-    (dst / "qemu-plugin.h.partial").write_bytes(data)
-    (dst / "qemu-plugin.h.partial").rename(dst / "qemu-plugin.h")
-    shutil.rmtree(work, ignore_errors=True)
-    return dst
-
-
-def plugin_path(cache: Path, version: str | None = None) -> Path:
-    version = version or qemu_package_version()
-    safe = re.sub(r"[^A-Za-z0-9.+~-]", "_", version)
-    return cache / "timing" / safe / "libvmlab_timing.so"
+def plugin_path(cache: Path, engine_key: str) -> Path:
+    """The plugin is built against our QEMU's plugin header (its series adds
+    the stall API), so it is cached per engine build."""
+    return cache / "timing" / engine_key[:16] / "libvmlab_timing.so"
 
 
 # --- results ----------------------------------------------------------------------------

@@ -14,15 +14,14 @@
  * code, except before the first kernel instruction ran (firmware and the
  * kernel decompressor run at low addresses too): that is `boot`.
  *
- * Which vCPU runs: QEMU 10.0.2 bakes the *translating* vCPU's index into a
- * block's callbacks as a constant whenever TCG is not parallel
- * (gen_cpu_index() in accel/tcg/plugin-gen.c), and -icount always runs the
- * vCPUs round-robin on one thread: a block translated by CPU 0 and run by
- * CPU 5 reports CPU 0. So under icount (`vcpu_id percpu`) the plugin finds
- * the running vCPU itself, once per block: the x86-64 kernel keeps each
- * CPU's per-CPU base in GS (in KERNEL_GS while user code runs), and the
- * guest's __per_cpu_offset[] says which CPU owns which base. Memory and
- * marker callbacks then use that CPU: round-robin runs one vCPU at a time.
+ * Which vCPU runs: our QEMU's series (configs/qemu-patches/0002) makes
+ * every callback report the running vCPU, on every guest ISA, so the index
+ * QEMU passes is used as it is.
+ *
+ * Stalls (detailed mode, `plugin.stalls on`): every access's modeled
+ * latency beyond an L1 hit (misses, cache-to-cache and lock-line transfers,
+ * invalidation acks) is charged to the running vCPU's own clock with
+ * qemu_plugin_vcpu_stall_ps() (series patch 0004), so the guest feels it.
  */
 #include <glib.h>
 #include <inttypes.h>
@@ -62,13 +61,8 @@ static bbv_t *bbv;
 static GMutex lock;                      /* translation-time tables only */
 static GHashTable *bb_ids;
 static uint32_t next_bb = 1;             /* SimPoint numbers blocks from 1 */
-static struct qemu_plugin_register *r_rax, *r_rdi, *r_rsi, *r_gs, *r_kgs;
-static int vcpu_by_percpu;               /* find the running vCPU from GS (see above) */
-static uint64_t percpu_offset_addr;      /* &__per_cpu_offset[0] in the guest kernel */
-static uint64_t *percpu_base;            /* per vCPU: its per-CPU base, once known */
-static uint64_t last_gs = 1, last_miss_gs = 1;  /* 1: no per-CPU base is odd */
-static int last_cpu, cur_cpu;
-static uint64_t unidentified;            /* blocks whose vCPU could not be told */
+static struct qemu_plugin_register *r_rax, *r_rdi, *r_rsi;
+static int stalls;                       /* charge modeled stalls to the vCPU clocks */
 static __thread GByteArray *regbuf;      /* per host thread: MTTCG runs vCPUs in parallel */
 
 /* --- basic-block vectors (SimPoint .bb format, one file per vCPU) ------------ */
@@ -114,19 +108,14 @@ static inline void bbv_count(unsigned vcpu, const tbinfo_t *t) {
 }
 
 /* --- execution callbacks ------------------------------------------------------- */
-static inline int running_vcpu(unsigned int reported, int kind);
-
 static void tb_exec(unsigned int vcpu, void *ud) {
     const tbinfo_t *t = ud;
-    int c = running_vcpu(vcpu, (int)t->kind);
-    if (vcpu_by_percpu) cur_cpu = c;  /* only under icount: one thread runs every vCPU */
-    vm_insns(M, c, t->n, (int)t->kind);
-    if (bbv) bbv_count((unsigned)c, t);
+    vm_insns(M, (int)vcpu, t->n, (int)t->kind);
+    if (bbv) bbv_count(vcpu, t);
 }
 
 static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *ud) {
     uintptr_t u = (uintptr_t)ud;
-    if (vcpu_by_percpu) vcpu = (unsigned)cur_cpu;
     struct qemu_plugin_hwaddr *hw = qemu_plugin_get_hwaddr(info, vaddr);
     if (!hw || qemu_plugin_hwaddr_is_io(hw)) {
         vm_io_access(M, (int)vcpu);
@@ -134,7 +123,8 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t v
     }
     unsigned flags = (unsigned)(u & 15);
     if (qemu_plugin_mem_is_store(info)) flags |= VM_F_WRITE;
-    vm_access(M, (int)vcpu, qemu_plugin_hwaddr_phys_addr(hw), flags, (uint32_t)(u >> 4));
+    uint64_t ps = vm_access(M, (int)vcpu, qemu_plugin_hwaddr_phys_addr(hw), flags, (uint32_t)(u >> 4));
+    if (ps && stalls) qemu_plugin_vcpu_stall_ps(ps);
 }
 
 static uint64_t read_reg(struct qemu_plugin_register *r) {
@@ -146,61 +136,11 @@ static uint64_t read_reg(struct qemu_plugin_register *r) {
     return v;
 }
 
-/* Re-reads __per_cpu_offset[] from guest memory (CPUs come up one by one). */
-static void learn_percpu(void) {
-    int n = vm_ncpus(M);
-    GByteArray *b = g_byte_array_new();
-    if (qemu_plugin_read_memory_vaddr(percpu_offset_addr, b, (size_t)n * 8) && b->len >= (guint)n * 8)
-        memcpy(percpu_base, b->data, (size_t)n * 8);
-    g_byte_array_free(b, TRUE);
-}
-
-/* The vCPU running this block: see the comment at the top. */
-/* How often to look: every block in detailed mode (a wrong CPU there would
- * move accesses between caches), every vcpu_sample-th block in fast mode,
- * and whenever QEMU's reported index changes: a switch then shows up within
- * vcpu_sample blocks (a register read costs about as much as running a block). */
-static uint32_t vcpu_sample = 1, since_look;
-static unsigned last_reported;
-static inline int running_vcpu(unsigned int reported, int kind) {
-    if (!vcpu_by_percpu) return (int)reported;
-    if (vcpu_sample > 1 && kind >= 0) {
-        if (reported == last_reported && ++since_look < vcpu_sample) return cur_cpu;
-        since_look = 0;
-        last_reported = reported;
-    }
-    /* one read in the common case: kernel code has the per-CPU base in GS,
-     * user code has it parked in KERNEL_GS (entry code before swapgs: the other) */
-    struct qemu_plugin_register *first = kind == VM_KERNEL ? r_gs : r_kgs;
-    uint64_t gs = read_reg(first);
-    if (gs < kernel_base) gs = read_reg(first == r_gs ? r_kgs : r_gs);
-    if (gs == last_gs) return last_cpu;
-    if (gs < kernel_base) {  /* before per-CPU setup: early boot runs on the boot CPU, or on a CPU coming up */
-        unidentified++;
-        return (int)reported;
-    }
-    int n = vm_ncpus(M);
-    for (int pass = 0; pass < 2; pass++) {
-        for (int c = 0; c < n; c++)
-            if (percpu_base[c] == gs) {
-                last_gs = gs;
-                last_cpu = c;
-                return c;
-            }
-        if (pass || gs == last_miss_gs) break;
-        last_miss_gs = gs;  /* re-read once per unknown base, not once per block */
-        learn_percpu();
-    }
-    unidentified++;
-    return (int)reported;
-}
-
 static void magic(unsigned int vcpu, void *ud) {
     (void)ud;
     if (!r_rax) return;
     uint64_t rax = read_reg(r_rax);
     if ((rax >> 8) != MAGIC_TAG) return;
-    if (vcpu_by_percpu) vcpu = (unsigned)running_vcpu(vcpu, -1);  /* markers are rare: always look afresh */
     vm_phase(M, (int)vcpu, (int)(rax & 0xff), read_reg(r_rdi), read_reg(r_rsi));
 }
 
@@ -253,8 +193,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
         g_mutex_unlock(&lock);
         t->bb = GPOINTER_TO_UINT(v);
     }
-    qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, vcpu_by_percpu ? QEMU_PLUGIN_CB_R_REGS : QEMU_PLUGIN_CB_NO_REGS,
-                                         t);
+    qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS, t);
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
         uint8_t bytes[16];
@@ -289,15 +228,8 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int vcpu) {
         if (!strcmp(d->name, "rax")) r_rax = d->handle;
         else if (!strcmp(d->name, "rdi")) r_rdi = d->handle;
         else if (!strcmp(d->name, "rsi")) r_rsi = d->handle;
-        else if (!strcmp(d->name, "gs_base")) r_gs = d->handle;
-        else if (!strcmp(d->name, "k_gs_base")) r_kgs = d->handle;
     }
     if (regs) g_array_free(regs, TRUE);
-    if (vcpu_by_percpu && !(r_gs && r_kgs)) {
-        fprintf(stderr, "vmlab-timing: gs_base/k_gs_base not readable: per-CPU figures follow QEMU's "
-                        "(translating) vCPU index\n");
-        vcpu_by_percpu = 0;
-    }
     if (!(r_rax && r_rdi && r_rsi)) {
         r_rax = NULL;
         fprintf(stderr, "vmlab-timing: rax/rdi/rsi not readable; phase markers are ignored\n");
@@ -312,8 +244,6 @@ static void at_exit(qemu_plugin_id_t id, void *ud) {
             bbv_flush((unsigned)c);
             if (bbv[c].f) fclose(bbv[c].f);
         }
-    if (unidentified) fprintf(stderr, "vmlab-timing: %" PRIu64 " blocks ran before their vCPU could be told\n",
-                              unidentified);
     if (vm_write_results(M, NULL)) fprintf(stderr, "vmlab-timing: cannot write the results\n");
 }
 
@@ -325,9 +255,7 @@ static int read_plugin_keys(const char *path) {
         if (sscanf(line, "%63s %4095s", key, val) == 2) {
             if (!strcmp(key, "plugin.bbv_dir")) snprintf(bbv_dir, sizeof bbv_dir, "%s", val);
             else if (!strcmp(key, "plugin.interval")) interval = strtoull(val, NULL, 10);
-            else if (!strcmp(key, "plugin.vcpu_id")) vcpu_by_percpu = !strcmp(val, "percpu");
-            else if (!strcmp(key, "plugin.vcpu_sample")) vcpu_sample = (uint32_t)strtoul(val, NULL, 10) ?: 1;
-            else if (!strcmp(key, "plugin.percpu_offset")) percpu_offset_addr = strtoull(val, NULL, 16);
+            else if (!strcmp(key, "plugin.stalls")) stalls = !strcmp(val, "on");
         }
     fclose(f);
     return 0;
@@ -361,8 +289,12 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     detailed = vm_mode_detailed(M);
     kernel_base = vm_kernel_base(M);
     read_plugin_keys(config);
-    if (vcpu_by_percpu && (!is_x86 || !percpu_offset_addr)) vcpu_by_percpu = 0;  /* x86-64 kernels only */
-    percpu_base = calloc(vm_ncpus(M), sizeof(uint64_t));
+    stalls = stalls && detailed;
+    if (stalls && !qemu_plugin_vcpu_stall_ps(0)) {
+        fprintf(stderr, "vmlab-timing: plugin.stalls on, but this QEMU keeps no per-vCPU clocks "
+                        "(-icount ...,vcpu-clock=on); stalls are not charged\n");
+        stalls = 0;
+    }
     if (bbv_dir[0] && interval) {
         bbv = calloc(vm_ncpus(M), sizeof(bbv_t));
         bb_ids = g_hash_table_new(g_int64_hash, g_int64_equal);

@@ -1,0 +1,76 @@
+"""Our QEMU's recipe (configs/qemu_build.py): the series, the cache key, and
+how a patch that does not apply is reported. The real build runs in the
+end-to-end tests (every run uses it)."""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from configs import qemu_build as qb
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_shipped_series_lists_existing_patches_each_with_a_header():
+    pl = qb.series()
+    assert [p.name[:4] for p in pl] == ["0001", "0002", "0003", "0004"]
+    for p in pl:
+        text = p.read_text()
+        head = text.split("diff --git", 1)[0]
+        assert "Subject:" in head and len(head.splitlines()) >= 5, f"{p.name}: a header says what and why"
+
+
+def copy_series(tmp_path) -> Path:
+    d = tmp_path / "patches"
+    shutil.copytree(qb.PATCHES, d)
+    return d
+
+
+def test_key_follows_the_series_and_names_the_engine(tmp_path):
+    d = copy_series(tmp_path)
+    k0 = qb.key(d)
+    assert qb.key(d) == k0 and qb.engine_dir(tmp_path, d).name.endswith(k0[:16])
+    p = qb.series(d)[2]
+    p.write_text(p.read_text() + "\n")
+    assert qb.key(d) != k0
+    assert qb.series_sha256(d)[:12] in qb.label(d)
+
+
+def test_series_naming_a_missing_patch_is_one_line(tmp_path):
+    d = copy_series(tmp_path)
+    (d / "series").write_text("0001-build-device-lists-no-edk2.patch\n# comment\nnope.patch\n")
+    with pytest.raises(qb.EngineBuildError, match=r"series: line 3: .*'nope.patch'") as e:
+        qb.series(d)
+    assert "\n" not in str(e.value) and e.value.status == 2
+
+
+def test_a_patch_that_does_not_apply_is_named_with_its_hunk(tmp_path):
+    tree = tmp_path / "src"
+    (tree / "accel").mkdir(parents=True)
+    (tree / "accel" / "x.c").write_text("int a;\nint b;\nint c;\n")
+    good = tmp_path / "0001-good.patch"
+    good.write_text("Subject: ok\n\n--- a/accel/x.c\n+++ b/accel/x.c\n@@ -1,3 +1,3 @@\n int a;\n-int b;\n+int bb;\n int c;\n")
+    bad = tmp_path / "0002-bad.patch"
+    bad.write_text("Subject: stale\n\n--- a/accel/x.c\n+++ b/accel/x.c\n@@ -1,3 +1,3 @@\n int a;\n-int zz;\n+int q;\n int c;\n")
+    with pytest.raises(qb.EngineBuildError) as e:
+        qb.apply_series(tree, [good, bad])
+    msg = str(e.value)
+    assert msg.startswith(str(bad)) and "accel/x.c" in msg and "Hunk #1 FAILED" in msg and "\n" not in msg
+    assert e.value.status == 2
+    assert (tree / "accel" / "x.c").read_text() == "int a;\nint bb;\nint c;\n"  # the good one applied
+    assert not list(tree.rglob("*.rej")) and not list(tree.rglob("*.orig"))
+
+
+def test_bad_series_stops_a_run_before_the_database(tmp_path):
+    """A series that does not apply fails the build with one line and status 2;
+    the run never reaches the database."""
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO, repo, ignore=shutil.ignore_patterns("results.db*", "runs", ".git", "__pycache__"))
+    (repo / "configs" / "qemu-patches" / "series").write_text("0001-build-device-lists-no-edk2.patch\nzz.patch\n")
+    r = subprocess.run([sys.executable, str(repo / "run.py"), "-t", "x86-2s", "-e", "memeater", "--db",
+                        str(tmp_path / "r.db")], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "zz.patch" in r.stdout + r.stderr
+    assert not (tmp_path / "r.db").exists()
