@@ -127,8 +127,8 @@ def latprobe_rows(con, run_id: int):
             pingpong.append({"node": node, "hops": topo.hops[cnode][pnode], "partner": b["partner"],
                              "increments": b["increments"], "transfers": xfers,
                              "per_increment": xfers / b["increments"], "model_ns": model, "formula_ns": want,
-                             # one increment each way is a round trip: two hand-offs of the line
-                             "guest_rtt_ns": 2e6 * b["guest_ms"] / b["increments"] if b.get("guest_ms") else None,
+                             # the prober's own clock around its loop: one round trip = two hand-offs
+                             "guest_rtt_ns": b.get("rtt_ns") or None,
                              "error_pct": 100.0 * (model - want) / want if model else None})
     return chase, pingpong
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -47,13 +46,16 @@ def _installed(pkg: str) -> bool:
     return r.returncode == 0 and r.stdout.endswith("installed")
 
 
-def _qemu_too_old() -> bool:
-    q = shutil.which("qemu-system-x86_64")
-    if not q:
+# Packages whose bookworm version is too old: the backports one is needed.
+MIN_VERSIONS = {"qemu-system-x86": "1:10.0", "meson": "1.5"}
+
+
+def _too_old(pkg: str) -> bool:
+    want = MIN_VERSIONS.get(pkg)
+    if not want:
         return False
-    out = subprocess.run([q, "--version"], capture_output=True, text=True).stdout
-    m = re.search(r"version (\d+)\.", out)
-    return bool(m) and int(m.group(1)) < 10
+    have = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True, text=True).stdout.strip()
+    return bool(have) and subprocess.run(["dpkg", "--compare-versions", have, "lt", want]).returncode == 0
 
 
 def missing_packages() -> list[tuple[str, str]]:
@@ -61,7 +63,7 @@ def missing_packages() -> list[tuple[str, str]]:
     out = []
     for pkg, proof, suite in apt_requirements():
         ok = _installed(pkg) if proof == "-" else Path(proof).exists()
-        if pkg == "qemu-system-x86" and ok and _qemu_too_old():
+        if ok and _too_old(pkg):
             ok = False
         if not ok:
             out.append((pkg, suite))

@@ -1,7 +1,8 @@
 """End to end with the timing plugin: the guest measures the topology
 (latprobe) and the model's figures match the topology file; fast mode
-gives per-CPU counts, basic-block vectors and per-chunk phases. Slow: builds
-the plugin (fetching QEMU's plugin header) and boots guests."""
+gives per-CPU counts, basic-block vectors and per-chunk phases. The model's
+stalls reach the guest: its own clock sees the topology. Slow: builds our
+QEMU and the plugin, and boots guests."""
 import sqlite3
 import subprocess
 import sys
@@ -57,6 +58,8 @@ def test_lock_pingpong_cost_grows_with_distance_as_the_model_says(latprobe):
     for p in pp:
         assert p["model_ns"] == pytest.approx(p["formula_ns"], rel=0.05), p
         assert 0.9 <= p["per_increment"] <= 1.5, p   # about one line transfer per increment
+        # the guest's own round trip: two hand-offs of the line, as the machine would take
+        assert p["guest_rtt_ns"] == pytest.approx(2 * p["formula_ns"], rel=0.10), p
     by_hops = sorted((p["hops"], p["model_ns"]) for p in pp)
     assert all(a[1] < b[1] for a, b in zip(by_hops, by_hops[1:]) if b[0] > a[0])
     assert len({h for h, _ in by_hops}) == len(set(topo.hops[0])) - (1 if topo.cpus_per_node == 1 else 0)
@@ -66,14 +69,14 @@ def test_timing_results_land_and_every_cpu_is_told_apart(latprobe):
     name, tmp, r = latprobe
     c = db(tmp)
     run = c.execute("SELECT timing_mode, timing_plugin, limitations FROM runs").fetchone()
-    assert run["timing_mode"] == "detailed" and "QEMU package" in run["timing_plugin"]
-    assert "trace-driven" in run["limitations"]
+    assert run["timing_mode"] == "detailed" and "vmlab series" in run["timing_plugin"]
+    assert "stalls are charged to the vCPU clocks" in run["limitations"]
     assert c.execute("SELECT address_map FROM timing_run").fetchone()[0].endswith("agree with the guest's SRAT")
     topo = T.load(name)
     cpus = c.execute("SELECT cpu, insns FROM timing_cpu ORDER BY cpu").fetchall()
     assert len(cpus) == topo.cpus and all(x["insns"] > 0 for x in cpus)
-    # the ping-pong partners ran their own phases on their own CPUs (QEMU reports the
-    # translating vCPU under icount; the plugin must find the running one)
+    # the ping-pong partners ran their own phases on their own CPUs (upstream QEMU
+    # reports the translating vCPU under icount; the series' patch 0002 fixes it)
     partners = {x[0] for x in c.execute("SELECT DISTINCT cpu FROM timing_phases WHERE phase_id = 3")}
     assert len(partners) >= 2
     assert c.execute("SELECT COUNT(*) FROM timing_matrix WHERE misses > 0").fetchone()[0] >= topo.nodes

@@ -498,6 +498,7 @@ void vm_model_free(model_t *m) {
 int vm_ncpus(const model_t *m) { return m->ncpus; }
 int vm_mode_detailed(const model_t *m) { return m->detailed; }
 uint64_t vm_kernel_base(const model_t *m) { return m->kernel_base; }
+uint32_t vm_line_bytes(const model_t *m) { return 1u << m->line_shift; }
 uint64_t vm_cpu_time_ps(const model_t *m, int cpu) { return m->cpu[cpu].c.time_ps; }
 
 size_t vm_state_bytes(const model_t *m) {

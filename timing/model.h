@@ -38,6 +38,7 @@ void vm_model_free(model_t *m);
 int vm_ncpus(const model_t *m);
 int vm_mode_detailed(const model_t *m);   /* 0: fast (counts + BBVs only) */
 uint64_t vm_kernel_base(const model_t *m);
+uint32_t vm_line_bytes(const model_t *m);
 
 /* Symbol of a kernel text address (VM_SYM_KERNEL_OTHER if none). */
 uint32_t vm_symbol(const model_t *m, uint64_t vaddr);

@@ -22,6 +22,16 @@
  * latency beyond an L1 hit (misses, cache-to-cache and lock-line transfers,
  * invalidation acks) is charged to the running vCPU's own clock with
  * qemu_plugin_vcpu_stall_ps() (series patch 0004), so the guest feels it.
+ *
+ * Lock lines and causality: vCPUs run one after another, each up to a
+ * quantum ahead of the others, so a vCPU can see a value another vCPU wrote
+ * at a later time of that vCPU's clock. For lines touched by atomic
+ * instructions the plugin remembers when their value last changed and who
+ * changed it; an atomic access by another vCPU waits until then before the
+ * transfer starts (a line cannot leave its owner before the write), so a
+ * lock hand-off costs what the machine says, not what the interleaving
+ * happens to give. A failed compare-and-swap stores the value it found and
+ * changes nothing, so it moves no timestamp.
  */
 #include <glib.h>
 #include <inttypes.h>
@@ -63,6 +73,9 @@ static GHashTable *bb_ids;
 static uint32_t next_bb = 1;             /* SimPoint numbers blocks from 1 */
 static struct qemu_plugin_register *r_rax, *r_rdi, *r_rsi;
 static int stalls;                       /* charge modeled stalls to the vCPU clocks */
+typedef struct { uint64_t value, when_ps; unsigned writer; } lockline_t;
+static GHashTable *locklines;            /* line -> last change (stalls on only; round-robin: one writer) */
+static uint64_t line_mask;
 static __thread GByteArray *regbuf;      /* per host thread: MTTCG runs vCPUs in parallel */
 
 /* --- basic-block vectors (SimPoint .bb format, one file per vCPU) ------------ */
@@ -108,6 +121,28 @@ static inline void bbv_count(unsigned vcpu, const tbinfo_t *t) {
 }
 
 /* --- execution callbacks ------------------------------------------------------- */
+/* The extra wait of an atomic access (see the top): the load half waits for
+ * the last change by another vCPU; the store half records a change. */
+static uint64_t lock_causality(unsigned vcpu, qemu_plugin_meminfo_t info, uint64_t line, unsigned store) {
+    lockline_t *l = g_hash_table_lookup(locklines, (gpointer)(uintptr_t)line);
+    uint64_t now = qemu_plugin_vcpu_clock_ps();
+    if (!store) return l && l->writer != vcpu && l->when_ps > now ? l->when_ps - now : 0;
+    qemu_plugin_mem_value v = qemu_plugin_mem_get_value(info);
+    uint64_t val = v.type == QEMU_PLUGIN_MEM_VALUE_U8 ? v.data.u8 : v.type == QEMU_PLUGIN_MEM_VALUE_U16 ? v.data.u16
+                 : v.type == QEMU_PLUGIN_MEM_VALUE_U32 ? v.data.u32 : v.data.u64;
+    if (!l) {
+        l = g_new(lockline_t, 1);
+        l->value = ~val;
+        g_hash_table_insert(locklines, (gpointer)(uintptr_t)line, l);
+    }
+    if (l->value != val) {
+        l->value = val;
+        l->when_ps = now;
+        l->writer = vcpu;
+    }
+    return 0;
+}
+
 static void tb_exec(unsigned int vcpu, void *ud) {
     const tbinfo_t *t = ud;
     vm_insns(M, (int)vcpu, t->n, (int)t->kind);
@@ -123,8 +158,11 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t v
     }
     unsigned flags = (unsigned)(u & 15);
     if (qemu_plugin_mem_is_store(info)) flags |= VM_F_WRITE;
-    uint64_t ps = vm_access(M, (int)vcpu, qemu_plugin_hwaddr_phys_addr(hw), flags, (uint32_t)(u >> 4));
-    if (ps && stalls) qemu_plugin_vcpu_stall_ps(ps);
+    uint64_t pa = qemu_plugin_hwaddr_phys_addr(hw);
+    uint64_t ps = vm_access(M, (int)vcpu, pa, flags, (uint32_t)(u >> 4));
+    if (!stalls) return;
+    if (flags & VM_F_ATOMIC) ps += lock_causality(vcpu, info, pa & ~line_mask, flags & VM_F_WRITE);
+    if (ps) qemu_plugin_vcpu_stall_ps(ps);
 }
 
 static uint64_t read_reg(struct qemu_plugin_register *r) {
@@ -295,6 +333,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
                         "(-icount ...,vcpu-clock=on); stalls are not charged\n");
         stalls = 0;
     }
+    locklines = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+    line_mask = (uint64_t)vm_line_bytes(M) - 1;
     if (bbv_dir[0] && interval) {
         bbv = calloc(vm_ncpus(M), sizeof(bbv_t));
         bb_ids = g_hash_table_new(g_int64_hash, g_int64_equal);

@@ -82,7 +82,7 @@ static void *chase(void **p, long n)
 static volatile long *counter;
 static long increments;
 
-struct turn { int cpu, side; unsigned long instance; int ran_on, pinned; };
+struct turn { int cpu, side; unsigned long instance; int ran_on, pinned; double rtt_ns; };
 
 static void *player(void *arg)
 {
@@ -90,6 +90,7 @@ static void *player(void *arg)
 	t->pinned = pin(t->cpu) == 0;
 	t->ran_on = sched_getcpu();
 	vl_phase_begin(VL_PHASE_LATPROBE_PINGPONG, t->instance);
+	double first = 0;
 	for (long k = 0; k < increments; k++) {
 		long want = 2 * k + t->side;
 		for (;;) {
@@ -100,6 +101,12 @@ static void *player(void *arg)
 			__builtin_ia32_pause();  /* also lets QEMU's round-robin run the other vCPU */
 #endif
 		}
+		/* the guest's own round trip, timed once both players are in the
+		 * loop (thread start and pinning stay out of it) */
+		if (k == 1)
+			first = vl_now_ms(CLOCK_MONOTONIC);
+		if (k == increments - 1 && increments > 2)
+			t->rtt_ns = (vl_now_ms(CLOCK_MONOTONIC) - first) * 1e6 / (double)(increments - 2);
 	}
 	vl_phase_end(VL_PHASE_LATPROBE_PINGPONG, t->instance);
 	return NULL;
@@ -226,7 +233,7 @@ int main(int argc, char **argv)
 		long *line = node_alloc(4096, (int)home);
 		counter = line;
 		*counter = 0;
-		struct turn a = {(int)gcpu, 0, (unsigned long)node, -1, 0}, c = {partner, 1, (unsigned long)node, -1, 0};
+		struct turn a = {(int)gcpu, 0, (unsigned long)node, -1, 0, 0}, c = {partner, 1, (unsigned long)node, -1, 0, 0};
 		pthread_t th;
 		t0 = vl_now_ms(CLOCK_MONOTONIC);
 		pthread_create(&th, NULL, player, &c);
@@ -245,6 +252,7 @@ int main(int argc, char **argv)
 		vl_kint(&b, "increments", 2 * increments);
 		vl_kint(&b, "final", *counter);
 		vl_kdbl(&b, "guest_ms", t1 - t0);
+		vl_kdbl(&b, "rtt_ns", a.rtt_ns);
 		vl_emit(&b);
 		munmap(line, 4096);
 	}
