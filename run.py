@@ -70,6 +70,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quantum-ns", type=float, default=1000,
                    help="icount: vCPUs interleave furthest-behind-first, each running until it is this many guest "
                         "ns past the next (default 1000; smaller is more exact for lock hand-offs and slower)")
+    p.add_argument("--engine", default="vmlab", choices=["vmlab", "debian"],
+                   help="vmlab: our QEMU (Debian's 10.0.2 source + configs/qemu-patches, default); debian: Debian's "
+                        "own binary with upstream -icount (one clock for all vCPUs), for comparison (--timing off)")
     p.add_argument("--no-stalls", action="store_true",
                    help="--timing detailed: price accesses but do not charge the stalls to the guest's clocks")
     p.add_argument("--timing", default="off", choices=["off", "fast", "detailed"],
@@ -123,6 +126,9 @@ def cmd_run(args) -> int:
         args.quantum_ns = qemu.check_quantum(args.quantum_ns)
         if args.timeout is not None and not 0 < args.timeout < 1e7:
             raise qemu.EngineError(f"--timeout: expected a positive number of seconds, got {args.timeout:g}")
+        if args.engine == "debian" and args.timing != "off":
+            raise qemu.EngineError("--engine debian: runs with --timing off only (the timing plugin is built "
+                                   "against our QEMU's plugin API)")
         if args.timing != "off":
             timing.check(topo, args.timing, args.qemu_mode)
     except (topologies.TopologyError, experiments.ExperimentError, kernel.BuildError, qemu.EngineError,
@@ -200,12 +206,13 @@ def run_one(args, con, dbpath, topo, exp, plan, variant, built, userland, quiet=
                                                 bbv_dir=rdir if args.timing == "fast" else None,
                                                 qemu_mode=args.qemu_mode, stalls=not args.no_stalls))
         plugin = (built.plugin, conf_path)
-    cmd = qemu.command_line(topo, built.kernel_dir / "kernel", initrd, binary=built.qemu_dir / "bin" /
-                            qemu_build.TARGETS[topo.guest_isa], mode=args.qemu_mode, quantum_ns=args.quantum_ns,
-                            swap_image=swap_img, data_image=data_img, append=args.kernel_append,
-                            hmat=not args.no_hmat, plugin=plugin)
+    ours = args.engine == "vmlab"
+    binary = (built.qemu_dir / "bin" if ours else Path("/usr/bin")) / qemu_build.TARGETS[topo.guest_isa]
+    cmd = qemu.command_line(topo, built.kernel_dir / "kernel", initrd, binary=binary, mode=args.qemu_mode,
+                            quantum_ns=args.quantum_ns, swap_image=swap_img, data_image=data_img,
+                            append=args.kernel_append, hmat=not args.no_hmat, plugin=plugin, vcpu_clocks=ours)
     stalls = args.timing == "detailed" and not args.no_stalls and args.qemu_mode == "icount"
-    qver = qemu_build.label()
+    qver = qemu_build.label() if ours else f"Debian's {binary} (qemu-system {qemu_build.debian_version()})"
     console, qlog = rdir / "console.log", rdir / "qemu.log"
     boot_to = args.boot_timeout or qemu.boot_timeout_s(topo, args.qemu_mode)
     run_to = args.timeout or plan.timeout_s
@@ -221,8 +228,8 @@ def run_one(args, con, dbpath, topo, exp, plan, variant, built, userland, quiet=
         "kernel_config_sha256": kmeta["config_sha256"], "kernel_sha256": kmeta["kernel_sha256"],
         "initramfs_sha256": hashlib.sha256(userland).hexdigest(), "engine": "qemu-tcg", "engine_version": qver,
         "qemu_mode": args.qemu_mode, "timing_mode": args.timing, "seed": args.seed,
-        "clock_model": qemu.clock_model(topo, args.qemu_mode, args.quantum_ns, stalls),
-        "quantum_ns": args.quantum_ns if args.qemu_mode == "icount" else None,
+        "clock_model": qemu.clock_model(topo, args.qemu_mode, args.quantum_ns, stalls, vcpu_clocks=ours),
+        "quantum_ns": args.quantum_ns if args.qemu_mode == "icount" and ours else None,
         "timing_plugin": (f"vmlab_timing sha256 {initramfs.sha256(built.plugin)[:12]}, built against "
                           f"{qver}" if built.plugin else None),
         "command_line": " ".join(sh_quote(c) for c in cmd), "log_path": str(console),
@@ -231,7 +238,7 @@ def run_one(args, con, dbpath, topo, exp, plan, variant, built, userland, quiet=
     run_id = db.start_run(con, row)
     print(f"run {run_id}: {topo.name} ({topo.shape()}, {topo.cpus} CPUs, {topo.memory_mib} MiB/node), "
           f"kernel {variant.patchset}, {exp.name} {plan.command!r}, {qver}, "
-          f"{'per-vCPU clocks, quantum ' + str(args.quantum_ns) + ' ns' if args.qemu_mode == 'icount' else 'mttcg'}; "
+          f"{qemu.clock_model(topo, args.qemu_mode, args.quantum_ns, stalls, vcpu_clocks=ours)}; "
           f"console {console}",
           flush=True)
 

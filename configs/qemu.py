@@ -48,15 +48,21 @@ def check_quantum(quantum_ns) -> int:
     return int(q)
 
 
-def clock_args(topo, mode: str, quantum_ns: int = QUANTUM_NS) -> list[str]:
+def clock_args(topo, mode: str, quantum_ns: int = QUANTUM_NS, vcpu_clocks: bool = True) -> list[str]:
+    """vcpu_clocks=False: upstream -icount (one counter for every vCPU), for
+    comparing with Debian's binary (`--engine debian`)."""
+    if mode == "icount" and not vcpu_clocks:
+        return ["-icount", "shift=0,sleep=off", "-rtc", f"{RTC},clock=vm"]
     if mode == "icount":
         return ["-icount", f"shift=0,sleep=off,vcpu-clock=on,cycle-ps={cycle_ps(topo)},"
                 f"quantum-ns={check_quantum(quantum_ns)}", "-rtc", f"{RTC},clock=vm"]
     return ["-accel", "tcg,thread=multi", "-rtc", f"{RTC},clock=host"]
 
 
-def clock_model(topo, mode: str, quantum_ns: int, stalls: bool) -> str:
+def clock_model(topo, mode: str, quantum_ns: int, stalls: bool, vcpu_clocks: bool = True) -> str:
     """How guest time is kept, for the run row and the summary."""
+    if mode == "icount" and not vcpu_clocks:
+        return "upstream icount: one instruction counter for every vCPU, 1 instruction = 1 ns"
     if mode == "icount":
         return (f"per-vCPU clocks: {cycle_ps(topo)} ps per instruction ({topo.clock_ghz} GHz, 1 IPC), "
                 f"quantum {quantum_ns} ns, model stalls {'charged' if stalls else 'not charged'}")
@@ -91,14 +97,16 @@ def numa_args(topo, hmat: bool = True) -> list[str]:
 
 def command_line(topo, kernel: Path, initrd: Path, *, binary: Path, mode: str = "icount",
                  quantum_ns: int = QUANTUM_NS, swap_image: Path | None = None, data_image: Path | None = None,
-                 append: str = "", hmat: bool = True, plugin: tuple[Path, Path] | None = None) -> list[str]:
+                 append: str = "", hmat: bool = True, plugin: tuple[Path, Path] | None = None,
+                 vcpu_clocks: bool = True) -> list[str]:
     """binary: our QEMU for the guest's ISA (configs/qemu_build.binary);
     plugin: (the timing plugin's .so, its config file), or None."""
     if mode not in MODES:
         raise EngineError(f"--qemu-mode: expected one of {', '.join(MODES)}, got {mode!r}")
     if topo.guest_isa == "alpha":
         cmd = alpha_command_line(topo, kernel, initrd, binary=binary, mode=mode, quantum_ns=quantum_ns,
-                                 swap_image=swap_image, data_image=data_image, append=append)
+                                 swap_image=swap_image, data_image=data_image, append=append,
+                                 vcpu_clocks=vcpu_clocks)
         return cmd + (["-plugin", f"{plugin[0]},config={plugin[1]}"] if plugin is not None else [])
     machine = "q35" + (",hmat=on" if hmat else "")
     cmd = [str(binary), "-machine", machine, "-nodefaults", "-display", "none", "-monitor", "none",
@@ -106,7 +114,7 @@ def command_line(topo, kernel: Path, initrd: Path, *, binary: Path, mode: str = 
            "-cpu", "qemu64", "-m", f"{topo.total_memory_mib}M",
            # One socket per node: plain -smp N makes one socket spanning every node.
            "-smp", f"{topo.cpus},sockets={topo.nodes},cores={topo.cpus_per_node},threads=1",
-           *clock_args(topo, mode, quantum_ns), "-no-reboot",
+           *clock_args(topo, mode, quantum_ns, vcpu_clocks), "-no-reboot",
            "-kernel", str(kernel), "-initrd", str(initrd),
            "-append", ("console=ttyS0 panic=-1 nokaslr mitigations=off " + append).strip()]
     cmd += numa_args(topo, hmat)
@@ -128,13 +136,13 @@ def disks(swap_image: Path | None, data_image: Path | None) -> list[str]:
 
 def alpha_command_line(topo, kernel: Path, initrd: Path, *, binary: Path, mode: str = "icount",
                        quantum_ns: int = QUANTUM_NS, swap_image: Path | None = None,
-                       data_image: Path | None = None, append: str = "") -> list[str]:
+                       data_image: Path | None = None, append: str = "", vcpu_clocks: bool = True) -> list[str]:
     """QEMU's clipper (DP264, 21264 CPUs): the ELF vmlinux is loaded by QEMU
     with its own PALcode; at most 4 CPUs and one memory (the topology stage
     refuses more), so no NUMA arguments. Its PCI bus takes virtio-blk."""
     cmd = [str(binary), "-machine", "clipper", "-nodefaults", "-display", "none", "-monitor", "none",
            "-cpu", "ev67", "-m", f"{topo.total_memory_mib}M", "-smp", str(topo.cpus),
-           *clock_args(topo, mode, quantum_ns), "-no-reboot",
+           *clock_args(topo, mode, quantum_ns, vcpu_clocks), "-no-reboot",
            "-kernel", str(kernel), "-initrd", str(initrd),
            "-append", ("console=ttyS0 panic=-1 " + append).strip()]
     return cmd + disks(swap_image, data_image)

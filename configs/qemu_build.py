@@ -98,6 +98,12 @@ def label(patches: Path = PATCHES) -> str:
     return f"QEMU {UPSTREAM_VERSION} (Debian {ORIG_TARBALL}) + vmlab series {series_sha256(patches)[:12]}"
 
 
+def debian_version() -> str:
+    """The installed Debian QEMU binary package (for `--engine debian`)."""
+    r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "qemu-system-x86"], capture_output=True, text=True)
+    return r.stdout.strip() or "not installed"
+
+
 # --- the source --------------------------------------------------------------------
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
