@@ -73,6 +73,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", default="vmlab", choices=["vmlab", "debian"],
                    help="vmlab: our QEMU (Debian's 10.0.2 source + configs/qemu-patches, default); debian: Debian's "
                         "own binary with upstream -icount (one clock for all vCPUs), for comparison (--timing off)")
+    p.add_argument("--disk", default=None, metavar="MODEL",
+                   help="disk model for swap and data disks, from topologies/disks.toml (default: the topology's); "
+                        "'host' leaves them host-timed")
     p.add_argument("--no-stalls", action="store_true",
                    help="--timing detailed: price accesses but do not charge the stalls to the guest's clocks")
     p.add_argument("--timing", default="off", choices=["off", "fast", "detailed"],
@@ -107,6 +110,7 @@ def cmd_run(args) -> int:
     from analysis import compare, db
     from configs import qemu, qemu_build
     from images import kernel
+    from topologies import disks
     import timing
 
     # Everything that can be wrong with the input is checked before the
@@ -126,13 +130,19 @@ def cmd_run(args) -> int:
         args.quantum_ns = qemu.check_quantum(args.quantum_ns)
         if args.timeout is not None and not 0 < args.timeout < 1e7:
             raise qemu.EngineError(f"--timeout: expected a positive number of seconds, got {args.timeout:g}")
+        args.disk_model = None
+        disk_name = args.disk or topo.disk
+        if disk_name and disk_name != "host" and args.engine == "vmlab" and args.qemu_mode == "icount":
+            args.disk_model = disks.get(disk_name, where="--disk" if args.disk else f"{topo.path}: field 'disk.model'")
+        elif args.disk and args.disk != "host":
+            disks.get(args.disk)  # a misspelt name is still an error
         if args.engine == "debian" and args.timing != "off":
             raise qemu.EngineError("--engine debian: runs with --timing off only (the timing plugin is built "
                                    "against our QEMU's plugin API)")
         if args.timing != "off":
             timing.check(topo, args.timing, args.qemu_mode)
     except (topologies.TopologyError, experiments.ExperimentError, kernel.BuildError, qemu.EngineError,
-            qemu_build.EngineBuildError, timing.TimingError) as e:
+            qemu_build.EngineBuildError, timing.TimingError, disks.DiskError) as e:
         fail(str(e))
 
     # Several kernels: build what is missing first, so the runs follow each
@@ -210,7 +220,8 @@ def run_one(args, con, dbpath, topo, exp, plan, variant, built, userland, quiet=
     binary = (built.qemu_dir / "bin" if ours else Path("/usr/bin")) / qemu_build.TARGETS[topo.guest_isa]
     cmd = qemu.command_line(topo, built.kernel_dir / "kernel", initrd, binary=binary, mode=args.qemu_mode,
                             quantum_ns=args.quantum_ns, swap_image=swap_img, data_image=data_img,
-                            append=args.kernel_append, hmat=not args.no_hmat, plugin=plugin, vcpu_clocks=ours)
+                            append=args.kernel_append, hmat=not args.no_hmat, plugin=plugin, vcpu_clocks=ours,
+                            disk=args.disk_model if (swap_img or data_img) else None)
     stalls = args.timing == "detailed" and not args.no_stalls and args.qemu_mode == "icount"
     qver = qemu_build.label() if ours else f"Debian's {binary} (qemu-system {qemu_build.debian_version()})"
     console, qlog = rdir / "console.log", rdir / "qemu.log"
@@ -230,10 +241,12 @@ def run_one(args, con, dbpath, topo, exp, plan, variant, built, userland, quiet=
         "qemu_mode": args.qemu_mode, "timing_mode": args.timing, "seed": args.seed,
         "clock_model": qemu.clock_model(topo, args.qemu_mode, args.quantum_ns, stalls, vcpu_clocks=ours),
         "quantum_ns": args.quantum_ns if args.qemu_mode == "icount" and ours else None,
+        "disk_model": args.disk_model.label() if args.disk_model and (swap_img or data_img) else None,
         "timing_plugin": (f"vmlab_timing sha256 {initramfs.sha256(built.plugin)[:12]}, built against "
                           f"{qver}" if built.plugin else None),
         "command_line": " ".join(sh_quote(c) for c in cmd), "log_path": str(console),
-        "limitations": summary.limitations(topo, args.qemu_mode, args.timing, swap_dev, data_dev, stalls),
+        "limitations": summary.limitations(topo, args.qemu_mode, args.timing, swap_dev, data_dev, stalls,
+                                           disk_modeled=args.disk_model is not None),
     }
     run_id = db.start_run(con, row)
     print(f"run {run_id}: {topo.name} ({topo.shape()}, {topo.cpus} CPUs, {topo.memory_mib} MiB/node), "
@@ -269,7 +282,8 @@ def run_one(args, con, dbpath, topo, exp, plan, variant, built, userland, quiet=
         if timing_out is not None and timing_out.exists():
             from analysis import timing as timing_db
             res = timing.load_results(timing_out)
-            ok, line = timing.map_matches_srat(topo, console.read_text(errors="replace"))
+            ok, line = timing.map_matches_srat(topo, console.read_text(errors="replace")) \
+                if topo.guest_isa == "x86_64" else (True, "one node, no ACPI SRAT on this guest ISA to check")
             extras.append(lambda c: timing_db.ingest(c, run_id, res, ("" if ok else "MISMATCH: ") + line))
             if not ok:
                 print(f"warning: timing address map: {line}", file=sys.stderr)

@@ -373,6 +373,7 @@ MIGRATIONS = [
     """
     ALTER TABLE runs ADD COLUMN clock_model TEXT;
     ALTER TABLE runs ADD COLUMN quantum_ns INTEGER;
+    ALTER TABLE runs ADD COLUMN disk_model TEXT;
     CREATE TABLE vcpu_clocks (
         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
         cpu INTEGER NOT NULL,

@@ -31,7 +31,7 @@ def dumps(obj) -> str:
 
 
 def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "", data_dev: str = "",
-                stalls_on: bool = True) -> str:
+                stalls_on: bool = True, disk_modeled: bool = False) -> str:
     out = [f"memory scaled: {topo.memory_mib} MiB per node stands for {topo.real_memory_gib:g} GiB "
            f"(scale 1/{round(1 / topo.scale)})"]
     if topo.guest_isa != topo.native_isa:
@@ -52,14 +52,18 @@ def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "", data_dev:
                       "; instruction counts and basic-block vectors only"))
     if qemu_mode == "icount":
         out.append("guest time = per-vCPU clocks (instructions at the topology clock + stalls), interleaved in a "
-                   "quantum; a lock hand-off between vCPUs can be seen up to a quantum late"
+                   "quantum; a plain store by one vCPU can be seen by another up to a quantum late"
                    + ("; swap disk I/O completes in host time, so the run repeats only up to disk timing, "
-                      "and disk latency is not modeled" if swap_dev.startswith("/dev/") else "; deterministic"))
+                      "and disk latency is not modeled" if swap_dev.startswith("/dev/") and not disk_modeled
+                      else "; deterministic"))
     else:
         out.append("guest time follows the host clock (MTTCG): not repeatable")
-    if data_dev:
+    if data_dev and not disk_modeled:
         out.append("data disk (ext2 on virtio-blk): its I/O completes in host time and its latency is not "
                    "modeled, so IO durations are TCG's, not a disk's")
+    if disk_modeled and (data_dev or swap_dev.startswith("/dev/")):
+        out.append("disks complete at a modeled guest time (latency + bytes at the model's rate, FIFO per "
+                   "server): no seek distance, caching or request reordering inside the disk")
     return "; ".join(out)
 
 
@@ -179,7 +183,7 @@ def render(con, run_id: int) -> str:
     w(f"engine:  {r['engine_version']}, TCG {r['qemu_mode']} mode, timing model {r['timing_mode']}"
       + (f" ({r['timing_plugin']})" if r["timing_plugin"] else ""))
     if r["clock_model"]:
-        w(f"clock:   {r['clock_model']}")
+        w(f"clock:   {r['clock_model']}" + (f"; disk {r['disk_model']}" if r["disk_model"] else ""))
     _vcpu_clocks(con, run_id, w)
     shown = {k: v for k, v in params.items() if k != "command"}
     w("params:  " + ", ".join(f"{k}={v}" for k, v in shown.items()))

@@ -98,15 +98,17 @@ def numa_args(topo, hmat: bool = True) -> list[str]:
 def command_line(topo, kernel: Path, initrd: Path, *, binary: Path, mode: str = "icount",
                  quantum_ns: int = QUANTUM_NS, swap_image: Path | None = None, data_image: Path | None = None,
                  append: str = "", hmat: bool = True, plugin: tuple[Path, Path] | None = None,
-                 vcpu_clocks: bool = True) -> list[str]:
+                 vcpu_clocks: bool = True, disk=None) -> list[str]:
     """binary: our QEMU for the guest's ISA (configs/qemu_build.binary);
-    plugin: (the timing plugin's .so, its config file), or None."""
+    plugin: (the timing plugin's .so, its config file), or None; disk: a
+    topologies.disks.Disk whose latencies the virtio-blk disks complete in
+    (our QEMU, icount only), or None for host-timed disks."""
     if mode not in MODES:
         raise EngineError(f"--qemu-mode: expected one of {', '.join(MODES)}, got {mode!r}")
     if topo.guest_isa == "alpha":
         cmd = alpha_command_line(topo, kernel, initrd, binary=binary, mode=mode, quantum_ns=quantum_ns,
                                  swap_image=swap_image, data_image=data_image, append=append,
-                                 vcpu_clocks=vcpu_clocks)
+                                 vcpu_clocks=vcpu_clocks, disk=disk)
         return cmd + (["-plugin", f"{plugin[0]},config={plugin[1]}"] if plugin is not None else [])
     machine = "q35" + (",hmat=on" if hmat else "")
     cmd = [str(binary), "-machine", machine, "-nodefaults", "-display", "none", "-monitor", "none",
@@ -120,23 +122,31 @@ def command_line(topo, kernel: Path, initrd: Path, *, binary: Path, mode: str = 
     cmd += numa_args(topo, hmat)
     if plugin is not None:
         cmd += ["-plugin", f"{plugin[0]},config={plugin[1]}"]
-    return cmd + disks(swap_image, data_image)
+    return cmd + disks(swap_image, data_image, disk)
 
 
-def disks(swap_image: Path | None, data_image: Path | None) -> list[str]:
+def disks(swap_image: Path | None, data_image: Path | None, disk=None) -> list[str]:
     """virtio-blk disks: swap first, then the guest's data disk (so it is
-    /dev/vdb, or /dev/vda without swap)."""
+    /dev/vdb, or /dev/vda without swap). With a disk model every request
+    completes at its modelled guest time (series patch 0005); ioeventfd off
+    so a request is taken in the notifying vCPU's own time, not when the
+    host's main loop gets to it."""
+    model = ""
+    if disk is not None:
+        model = (f",ioeventfd=off,x-vmlab-read-ns={disk.read_ns},x-vmlab-write-ns={disk.write_ns},"
+                 f"x-vmlab-mbps={disk.mbps},x-vmlab-servers={disk.servers}")
     out = []
     for img, name in ((swap_image, "swap"), (data_image, "data")):
         if img is not None:
             out += ["-drive", f"file={img},if=none,format=raw,id={name},cache=unsafe",
-                    "-device", f"virtio-blk-pci,drive={name}"]
+                    "-device", f"virtio-blk-pci,drive={name}{model}"]
     return out
 
 
 def alpha_command_line(topo, kernel: Path, initrd: Path, *, binary: Path, mode: str = "icount",
                        quantum_ns: int = QUANTUM_NS, swap_image: Path | None = None,
-                       data_image: Path | None = None, append: str = "", vcpu_clocks: bool = True) -> list[str]:
+                       data_image: Path | None = None, append: str = "", vcpu_clocks: bool = True,
+                       disk=None) -> list[str]:
     """QEMU's clipper (DP264, 21264 CPUs): the ELF vmlinux is loaded by QEMU
     with its own PALcode; at most 4 CPUs and one memory (the topology stage
     refuses more), so no NUMA arguments. Its PCI bus takes virtio-blk."""
@@ -145,7 +155,7 @@ def alpha_command_line(topo, kernel: Path, initrd: Path, *, binary: Path, mode: 
            *clock_args(topo, mode, quantum_ns, vcpu_clocks), "-no-reboot",
            "-kernel", str(kernel), "-initrd", str(initrd),
            "-append", ("console=ttyS0 panic=-1 " + append).strip()]
-    return cmd + disks(swap_image, data_image)
+    return cmd + disks(swap_image, data_image, disk)
 
 
 def boot_timeout_s(topo, mode: str) -> float:

@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def test_shipped_series_lists_existing_patches_each_with_a_header():
     pl = qb.series()
-    assert [p.name[:4] for p in pl] == ["0001", "0002", "0003", "0004"]
+    assert [p.name[:4] for p in pl] == ["0001", "0002", "0003", "0004", "0005"]
     for p in pl:
         text = p.read_text()
         head = text.split("diff --git", 1)[0]

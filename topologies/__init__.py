@@ -60,6 +60,7 @@ class Topology:
     sources: tuple[str, ...]
     notes: str = ""
     hops: list[list[int]] = field(default_factory=list)
+    disk: str = ""           # a model in topologies/disks.toml for swap and data disks
 
     # --- derived -----------------------------------------------------------
     @property
@@ -281,11 +282,18 @@ def parse(text: str, path: Path) -> Topology:
         memory_mib=mem, real_memory_gib=float(real), kind=kind, dims=dims, links=links,
         local_latency_ns=float(local), hop_latency_ns=float(hop), memory_bandwidth_gbps=float(mbw),
         link_bandwidth_gbps=float(lbw), clock_ghz=float(clock), caches=tuple(caches),
-        sources=tuple(sources), notes=r.get("notes", str, required=False, default=""), hops=hops)
+        sources=tuple(sources), notes=r.get("notes", str, required=False, default=""), hops=hops,
+        disk=r.get("disk.model", str, required=False, default="", check=lambda v: v in _disk_names(),
+                   expected=f"a disk model of topologies/disks.toml ({', '.join(_disk_names())})"))
+
+
+def _disk_names() -> list[str]:
+    from topologies import disks
+    return sorted(disks.load_all())
 
 
 def available() -> list[str]:
-    return sorted(p.stem for p in HERE.glob("*.toml"))
+    return sorted(p.stem for p in HERE.glob("*.toml") if p.name != "disks.toml")
 
 
 def resolve(name_or_path: str) -> Path:

@@ -1,0 +1,68 @@
+"""Disk models (topologies/disks.toml): what a swap or data disk costs in
+guest time. The engine passes them to our QEMU's virtio-blk (series patch
+0005), which completes each request at its modelled time."""
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+FILE = Path(__file__).resolve().parent / "disks.toml"
+MAX_NS = 10**10          # 10 s per request: past that it is a typo
+MAX_MBPS = 10**6
+
+
+class DiskError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Disk:
+    name: str
+    description: str
+    read_ns: int
+    write_ns: int
+    mbps: int
+    servers: int
+
+    def label(self) -> str:
+        return (f"{self.name}: {self.read_ns / 1000:g}/{self.write_ns / 1000:g} us read/write, "
+                f"{self.mbps} MB/s, {self.servers} at once")
+
+
+def _num(path, name, tab, key, lo, hi, integer=True):
+    v = tab.get(key)
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and lo <= v <= hi \
+        and (not integer or float(v).is_integer())
+    if not ok:
+        raise DiskError(f"{path}: field '{name}.{key}': expected {'a whole number' if integer else 'a number'} "
+                        f"from {lo} to {hi}, got {v!r}")
+    return int(v)
+
+
+def load_all(path: Path = FILE) -> dict[str, Disk]:
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise DiskError(f"{path}: {e}") from None
+    out = {}
+    for name, tab in data.items():
+        if not isinstance(tab, dict):
+            raise DiskError(f"{path}: field '{name}': expected a table [{name}]")
+        unknown = set(tab) - {"description", "sources", "read_ns", "write_ns", "mbps", "servers"}
+        if unknown:
+            raise DiskError(f"{path}: field '{name}.{sorted(unknown)[0]}': not a disk model field")
+        if not tab.get("sources"):
+            raise DiskError(f"{path}: field '{name}.sources': expected where the figures come from")
+        out[name] = Disk(name, str(tab.get("description", "")),
+                         _num(path, name, tab, "read_ns", 0, MAX_NS), _num(path, name, tab, "write_ns", 0, MAX_NS),
+                         _num(path, name, tab, "mbps", 1, MAX_MBPS), _num(path, name, tab, "servers", 1, 1024))
+    return out
+
+
+def get(name: str, path: Path = FILE, where: str = "--disk") -> Disk:
+    models = load_all(path)
+    if name not in models:
+        raise DiskError(f"{where}: expected one of {', '.join(sorted(models))} ({path}), got {name!r}")
+    return models[name]
