@@ -3,29 +3,15 @@
 gives per-CPU counts, basic-block vectors and per-chunk phases. The model's
 stalls reach the guest: its own clock sees the topology. Slow: builds our
 QEMU and the plugin, and boots guests."""
-import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import topologies as T
 from analysis import timing as timing_db
+from tests.e2e import db, vmlab
 
-REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
-
-
-def vmlab(env, tmp, *args):
-    cmd = [sys.executable, str(REPO / "run.py"), *args, "--db", str(tmp / "r.db"), "--runs-dir", str(tmp / "runs")]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True)
-
-
-def db(tmp):
-    c = sqlite3.connect(tmp / "r.db")
-    c.row_factory = sqlite3.Row
-    return c
 
 
 @pytest.fixture(scope="module", params=["gs1280-8", "x86-2s"])

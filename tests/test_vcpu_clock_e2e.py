@@ -1,26 +1,11 @@
 """End to end on our QEMU's per-vCPU clocks (configs/qemu-patches/0003):
 parallel work takes parallel time in the guest, runs repeat exactly, and
 Alpha SMP guests' vCPUs are told apart. Slow: builds and boots guests."""
-import json
-import sqlite3
-import subprocess
-import sys
-
 import pytest
 
-REPO = __import__("pathlib").Path(__file__).resolve().parent.parent
+from tests.e2e import REPO, db, vmlab
+
 pytestmark = pytest.mark.slow
-
-
-def vmlab(env, tmp, *args):
-    cmd = [sys.executable, str(REPO / "run.py"), *args, "--db", str(tmp / "r.db"), "--runs-dir", str(tmp / "runs")]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True)
-
-
-def db(tmp):
-    c = sqlite3.connect(tmp / "r.db")
-    c.row_factory = sqlite3.Row
-    return c
 
 
 def test_four_sorts_on_an_eight_cpu_guest_take_a_quarter_of_the_time(vmlab_env, tmp_path):

@@ -1,0 +1,18 @@
+"""Helpers for end-to-end tests that call ./run.py into a private database."""
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def vmlab(env, tmp, *args):
+    cmd = [sys.executable, str(REPO / "run.py"), *args, "--db", str(tmp / "r.db"), "--runs-dir", str(tmp / "runs")]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True)
+
+
+def db(tmp):
+    c = sqlite3.connect(tmp / "r.db")
+    c.row_factory = sqlite3.Row
+    return c
