@@ -1,0 +1,29 @@
+/* ctypes harness over our QEMU's scheduler arithmetic (vmlab-sched.h, taken
+ * out of configs/qemu-patches/0003 by tests/test_vcpu_sched.py). */
+#include <stdint.h>
+#include "vmlab-sched.h"
+
+int pick(int64_t *clocks, const unsigned char *active, int n, int64_t *g, int64_t *second)
+{
+    VlSchedCpu c[64];
+    if (n > 64) return -2;
+    for (int i = 0; i < n; i++) {
+        c[i].clock_ps = clocks[i];
+        c[i].active = active[i];
+    }
+    int best = vl_sched_select(c, n, g, second);
+    for (int i = 0; i < n; i++) clocks[i] = c[i].clock_ps;
+    return best;
+}
+
+int64_t target(int64_t g, int64_t second, int64_t quantum, int64_t deadline_ns)
+{
+    return vl_sched_target(g, second, quantum, deadline_ns);
+}
+
+int64_t budget(int64_t clock, int64_t target_ps, int64_t cycle)
+{
+    return vl_sched_budget(clock, target_ps, cycle);
+}
+
+int64_t max_slice(void) { return VL_MAX_SLICE_PS; }
