@@ -62,7 +62,7 @@ def test_address_map_is_checked_against_the_guests_srat(tmp_path):
 @pytest.mark.parametrize("name", topologies.available())
 def test_routes_follow_the_hop_matrix_over_real_links(name):
     t = topologies.load(name)
-    links, routes = T.links_and_routes(t)
+    links, routes = topologies.links_and_routes(t)
     for (a, b), path in routes.items():
         assert len(path) == t.hops[a][b]
         hop = a
@@ -113,7 +113,7 @@ def test_plugin_goes_on_the_command_line(tmp_path):
 
 def test_torus_routes_take_the_first_dimension_first_and_ties_the_positive_way():
     t = topologies.load("gs1280-8")  # 2 x 4 torus, node = 4 * row + column
-    links, routes = T.links_and_routes(t)
+    links, routes = topologies.links_and_routes(t)
     walk = lambda a, b: [links[l][1] for l in routes[(a, b)]]  # noqa: E731
     assert walk(0, 5) == [4, 5]            # row first (dimension 0), then column
     assert walk(0, 2) == [1, 2]            # column distance 2 of 4: a tie, taken the positive way

@@ -14,6 +14,8 @@ import json
 import re
 from pathlib import Path
 
+import topologies
+
 HERE = Path(__file__).resolve().parent
 SOURCES = [HERE / "model.c", HERE / "model.h", HERE / "plugin.c"]
 MODES = ("off", "fast", "detailed")
@@ -98,73 +100,6 @@ def map_matches_srat(topo, console: str) -> tuple[bool, str]:
     return True, f"{len(want)} nodes, {sum(len(r) for r in want.values())} ranges agree with the guest's SRAT"
 
 
-# --- links and routes --------------------------------------------------------------
-def links_and_routes(topo) -> tuple[list[tuple[int, int]], dict[tuple[int, int], list[int]]]:
-    """Directed links, and for every node pair the links a message crosses:
-    dimension-order routing on the torus (first dimension first, the shorter
-    way round, ties the positive way), shortest paths between sockets."""
-    n = topo.nodes
-    links: list[tuple[int, int]] = []
-    index: dict[tuple[int, int], int] = {}
-
-    def link(a, b):
-        if (a, b) not in index:
-            index[(a, b)] = len(links)
-            links.append((a, b))
-        return index[(a, b)]
-
-    routes: dict[tuple[int, int], list[int]] = {}
-    if topo.kind == "torus":
-        from topologies import torus_coords
-        dims = topo.dims
-
-        def node_of(c):
-            v = 0
-            for x, d in zip(c, dims):
-                v = v * d + x
-            return v
-
-        for a in range(n):
-            for b in range(n):
-                cur, dst = list(torus_coords(a, dims)), torus_coords(b, dims)
-                path = []
-                for k, d in enumerate(dims):
-                    fwd = (dst[k] - cur[k]) % d
-                    step = 1 if fwd <= d - fwd else -1
-                    while cur[k] != dst[k]:
-                        here = node_of(cur)
-                        cur[k] = (cur[k] + step) % d
-                        path.append(link(here, node_of(cur)))
-                routes[(a, b)] = path
-    else:
-        from collections import deque
-        adj = [[] for _ in range(n)]
-        for a, b in topo.links:
-            adj[a].append(b)
-            adj[b].append(a)
-        for s in range(n):
-            prev = {s: None}
-            q = deque([s])
-            while q:
-                u = q.popleft()
-                for v in sorted(adj[u]):
-                    if v not in prev:
-                        prev[v] = u
-                        q.append(v)
-            for t in range(n):
-                hops = []
-                v = t
-                while prev.get(v) is not None:
-                    hops.append((prev[v], v))
-                    v = prev[v]
-                routes[(s, t)] = [link(a, b) for a, b in reversed(hops)]
-    for (a, b), path in routes.items():
-        if len(path) != topo.hops[a][b]:
-            raise TimingError(f"{topo.path}: route {a}->{b} has {len(path)} links, the hop matrix says "
-                              f"{topo.hops[a][b]}")
-    return links, routes
-
-
 # --- the plugin's config ----------------------------------------------------------
 def check(topo, mode: str, qemu_mode: str = "icount") -> None:
     """Everything that keeps the model from running this topology in this
@@ -210,7 +145,7 @@ def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir
     for n in range(topo.nodes):
         lines += [f"cpu_node {c} {n}" for c in topo.node_cpus(n)]
     lines += [f"hops {i} " + " ".join(map(str, row)) for i, row in enumerate(topo.hops)]
-    links, routes = links_and_routes(topo)
+    links, routes = topologies.links_and_routes(topo)
     lines.append(f"links {len(links)}")
     lines += [f"link {i} {a} {b}" for i, (a, b) in enumerate(links)]
     lines += [f"route {a} {b} " + " ".join(map(str, p)) for (a, b), p in sorted(routes.items()) if p]

@@ -312,3 +312,6 @@ def resolve(name_or_path: str) -> Path:
 def load(name_or_path: str) -> Topology:
     path = resolve(name_or_path)
     return parse(path.read_text(), path)
+
+
+from topologies.routes import links_and_routes  # noqa: E402  (needs the names above)
