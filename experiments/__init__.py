@@ -2,7 +2,7 @@
 
 A manifest names the static programs to build, the guest command, its
 parameters (typed, with defaults and help) and how sizes derive from the
-topology (small expressions over node_mib, total_mib, nodes, cpus and the
+topology (small expressions over node_mib, total_mib, nodes, cpus, clock_ghz and the
 parameters), so a reproducer keeps its shape when the machine is scaled.
 """
 from __future__ import annotations
@@ -122,7 +122,8 @@ class Experiment:
                                       f"{', '.join(sorted(self.params))}")
         values = {k: (p.convert(overrides[k], source) if k in overrides else p.default) for k, p in self.params.items()}
         names = {"nodes": topo.nodes, "cpus": topo.cpus, "cpus_per_node": topo.cpus_per_node,
-                 "node_mib": topo.memory_mib, "total_mib": topo.total_memory_mib, **values}
+                 "node_mib": topo.memory_mib, "total_mib": topo.total_memory_mib, "clock_ghz": topo.clock_ghz,
+                 **values}
         mpath = self.dir / "manifest.toml"
         for k, expr in self.manifest.get("derived", {}).items():
             try:

@@ -86,7 +86,7 @@ def test_mlockchurn_locks_every_chunk_and_recycles_memory(mlockchurn):
 
 @pytest.fixture(scope="module")
 def kvio(rig):
-    return rig("kvio", "duration_s=1")
+    return rig("kvio", "duration_s=0.5")
 
 
 def test_kvio_measures_four_io_levels(kvio):
@@ -109,7 +109,7 @@ def test_kvio_measures_four_io_levels(kvio):
 
 @pytest.fixture(scope="module")
 def forkstorm(rig):
-    return rig("forkstorm", "duration_s=3")
+    return rig("forkstorm", "duration_s=2")
 
 
 def test_forkstorm_storms_while_swapping(forkstorm):
