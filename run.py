@@ -250,8 +250,7 @@ def run_one(args, con, dbpath, topo, exp, plan, variant, built, userland, quiet=
     }
     run_id = db.start_run(con, row)
     print(f"run {run_id}: {topo.name} ({topo.shape()}, {topo.cpus} CPUs, {topo.memory_mib} MiB/node), "
-          f"kernel {variant.patchset}, {exp.name} {plan.command!r}, {qver}, "
-          f"{qemu.clock_model(topo, args.qemu_mode, args.quantum_ns, stalls, vcpu_clocks=ours)}; "
+          f"kernel {variant.patchset}, {exp.name} {plan.command!r}, {qver}, {row['clock_model']}; "
           f"console {console}",
           flush=True)
 

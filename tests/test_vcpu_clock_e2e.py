@@ -17,7 +17,7 @@ def test_four_sorts_on_an_eight_cpu_guest_take_a_quarter_of_the_time(vmlab_env, 
     c = db(tmp_path)
     runs = c.execute("SELECT id, clock_model FROM runs ORDER BY id").fetchall()
     assert all("per-vCPU clocks" in x["clock_model"] for x in runs)
-    el, user, sums = [], [], []
+    el, user = [], []
     for x in runs:
         procs = c.execute("SELECT elapsed_ms, user_ms, checksum FROM qsbench_procs WHERE run_id = ?", (x["id"],)).fetchall()
         assert procs and all(p["checksum"] for p in procs)

@@ -314,4 +314,4 @@ def load(name_or_path: str) -> Topology:
     return parse(path.read_text(), path)
 
 
-from topologies.routes import links_and_routes  # noqa: E402  (needs the names above)
+from topologies.routes import links_and_routes  # noqa: E402,F401  (re-exported; needs the names above)
