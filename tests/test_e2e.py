@@ -106,7 +106,8 @@ def test_run_row_is_complete_and_traceable(small_run):
 
 def test_icount_runs_with_zram_swap_are_deterministic(tmp_path):
     """Same inputs, same guest: identical per-chunk guest times and a
-    byte-identical console (swap on zram: disk completions follow host time)."""
+    byte-identical console (swap on zram, in RAM; disk swap is checked in
+    test_vcpu_clock_e2e.py)."""
     args = ["--topology", "gs1280-8", "--exp", "memeater", "--param", "chunks=36,cycles=2,swap=zram,swap_frac=1.0"]
     for _ in range(2):
         assert vmlab(args, tmp_path).returncode == 0

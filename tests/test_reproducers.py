@@ -80,7 +80,8 @@ def test_mlockchurn_locks_every_chunk_and_recycles_memory(mlockchurn):
     # the sampler saw kswapd through the run; the data disk came up
     assert c.execute("SELECT COUNT(DISTINCT seq) FROM repro_kswapd_samples WHERE run_id = ?", (rid,)).fetchone()[0] >= 2
     assert m["init.data"] == 1
-    assert "data disk (ext2 on virtio-blk)" in run["limitations"]
+    # the data disk completes at the topology's disk model's guest times
+    assert run["disk_model"].startswith("ssd-980pro") and "disks complete at a modeled guest time" in run["limitations"]
     assert not list(Path(run["log_path"]).parent.glob("*.img"))  # swap and data images deleted
 
 
