@@ -110,3 +110,24 @@ def test_stale_running_rows_are_reaped(tmp_path):
     con.commit()
     assert db.reap_stale(con, "h") == 1
     assert con.execute("SELECT status FROM runs WHERE id = ?", (rid,)).fetchone()[0] == "aborted"
+
+
+def _first_connect(path):
+    db.connect(path).close()
+    return True
+
+
+def test_concurrent_first_runs_migrate_once_and_none_is_lost(tmp_path):
+    """Issue 10's finding: six runs started at once on a new database, and one
+    died on 'duplicate column name' (two processes migrating at once)."""
+    import concurrent.futures
+    import multiprocessing
+    path = tmp_path / "new.db"
+    ctx = multiprocessing.get_context("spawn")   # separate processes, separate connections
+    with concurrent.futures.ProcessPoolExecutor(8, mp_context=ctx) as pool:
+        results = list(pool.map(_first_connect, [path] * 8))
+    assert results == [True] * 8
+    con = sqlite3.connect(path)
+    assert con.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION
+    cols = [r[1] for r in con.execute("PRAGMA table_info(runs)")]
+    assert len(cols) == len(set(cols)) and "clock_model" in cols
