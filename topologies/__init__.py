@@ -6,6 +6,8 @@ states, so a typo cannot make the guest see one machine and the model another.
 """
 from __future__ import annotations
 
+import functools
+
 import hashlib
 import math
 import tomllib
@@ -287,9 +289,10 @@ def parse(text: str, path: Path) -> Topology:
                    expected=f"a disk model of topologies/disks.toml ({', '.join(_disk_names())})"))
 
 
-def _disk_names() -> list[str]:
+@functools.lru_cache(maxsize=1)  # every topology load checks against it; the file is read once
+def _disk_names() -> tuple[str, ...]:
     from topologies import disks
-    return sorted(disks.load_all())
+    return tuple(sorted(disks.load_all()))
 
 
 def available() -> list[str]:
