@@ -1,6 +1,6 @@
 """The timing model's results in SQLite, and their part of the summary.
 
-The plugin writes one JSON file at QEMU's exit (timing/model.c,
+The plugin writes one JSON file at QEMU's exit (timing/model_report.c,
 vm_write_results); this stores it in typed tables (schema migration 3)
 inside the run's final transaction, and renders what a researcher looks at
 first: remote share, miss latency by hop count, lock-line transfers, the

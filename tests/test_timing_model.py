@@ -1,4 +1,4 @@
-"""The timing model alone (timing/model.c as a shared library, driven with
+"""The timing model alone (timing/model_*.c as a shared library, driven with
 ctypes): known access sequences give known hits, misses, transfers and
 latencies, from the formulas the topology implies."""
 import ctypes
@@ -15,11 +15,15 @@ R, W, A = 0, 1, 2  # read, write (VM_F_WRITE), atomic (VM_F_ATOMIC)
 USER = 8
 
 
+# the model without the QEMU glue (plugin.c)
+MODEL_C = [str(s) for s in T.SOURCES if s.name.startswith("model") and s.suffix == ".c"]
+
+
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
     out = tmp_path_factory.mktemp("model") / "libvmlab_model.so"
-    subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-o", str(out),
-                    str(T.HERE / "model.c")], check=True)
+    subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-o", str(out), *MODEL_C],
+                   check=True)
     lib = ctypes.CDLL(str(out))
     lib.vm_model_new.restype = ctypes.c_void_p
     lib.vm_model_new.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
@@ -202,8 +206,8 @@ def test_coherence_invariants_hold_under_random_traffic(tmp_path, name):
     line in E/M is in no other cache (tests/c/timing_invariants.c)."""
     src = Path(__file__).parent / "c" / "timing_invariants.c"
     exe = tmp_path / "inv"
-    subprocess.run(["gcc", "-O2", "-fsanitize=address,undefined", "-I", str(T.HERE), "-o", str(exe), str(src)],
-                   check=True)
+    subprocess.run(["gcc", "-O2", "-fsanitize=address,undefined", "-I", str(T.HERE), "-o", str(exe), str(src),
+                    *MODEL_C], check=True)
     text = T.config_text(topologies.load(name), "detailed", tmp_path / "o.json")
     lines = [("l1d 512 2 3" if ln.startswith("l1d ") else "l2 2048 4 12" if ln.startswith("l2 ") else ln)
              for ln in text.splitlines()]

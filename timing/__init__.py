@@ -17,10 +17,13 @@ from pathlib import Path
 import topologies
 
 HERE = Path(__file__).resolve().parent
-SOURCES = [HERE / "model.c", HERE / "model.h", HERE / "plugin.c"]
+# the plugin's sources; the build compiles the .c files, and the headers are
+# here so that a change to them rebuilds it
+SOURCES = [HERE / n for n in ("model.h", "model_int.h", "model_config.c", "model_state.c", "model_symbols.c",
+                              "model_access.c", "model_report.c", "plugin.c")]
 MODES = ("off", "fast", "detailed")
-MAX_CPUS = 62          # model.c: a directory entry holds 62 sharer bits
-GRANULE = 2 << 20      # model.c: the address map's granule
+MAX_CPUS = 62          # model_int.h: a directory entry holds 62 sharer bits
+GRANULE = 2 << 20      # model_int.h (GRAN_SHIFT): the address map's granule
 KERNEL_BASE = {"x86_64": 0xFFFF800000000000, "alpha": 0xFFFFFC0000000000}
 # phase ids the guest uses (experiments/lib/vmlab.h)
 PHASES = {1: "memeater.chunk", 2: "latprobe.chase", 3: "latprobe.pingpong"}

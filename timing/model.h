@@ -30,8 +30,8 @@ enum { VM_PHASE_BEGIN = 1, VM_PHASE_END = 2 };
 
 typedef struct model model_t;
 
-/* Reads the run's config (see timing/config.py for the format). On error
- * returns NULL and writes one line into err. */
+/* Reads the run's config (written by config_text() in timing/__init__.py).
+ * On error returns NULL and writes one line into err. */
 model_t *vm_model_new(const char *config_path, char *err, size_t errlen);
 void vm_model_free(model_t *m);
 

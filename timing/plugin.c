@@ -1,5 +1,5 @@
 /* vmlab timing plugin for QEMU 10 (plugin API 4): feeds the guest's
- * instruction stream and data accesses into the timing model (model.c).
+ * instruction stream and data accesses into the timing model (model.h).
  *
  *   -plugin libvmlab_timing.so,config=PATH
  *

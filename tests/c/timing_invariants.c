@@ -1,7 +1,10 @@
-/* Coherence invariants of timing/model.c under random traffic (built by
- * tests/test_timing_model.py with tiny caches to force evictions). */
-#include "model.c"
+/* Coherence invariants of the timing model (timing/model_*.c) under random
+ * traffic (built with them by tests/test_timing_model.py, with tiny caches to
+ * force evictions). model_int.h: the model's internals, to check them. */
+#include "model_int.h"
 #include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
 static int check(model_t *m, uint64_t *lines, int nl, long step) {
   for (int k = 0; k < nl; k++) {
     uint64_t line = lines[k], pa = line << m->line_shift;

@@ -1,0 +1,213 @@
+/* vmlab timing model: reading the config. It is one `key values...` per
+ * line, written from a topology by config_text() in timing/__init__.py; the
+ * first bad line stops the read with a one-line error.
+ */
+#include "model_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void model_seterr(char *err, size_t n, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (err && n) vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+}
+
+/* Fails the read at the current line. */
+__attribute__((format(printf, 2, 3))) static void bad(cfg_t *cf, const char *fmt, ...) {
+    char b[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b, sizeof b, fmt, ap);
+    va_end(ap);
+    model_seterr(cf->err, cf->errlen, "%s:%d: %s", cf->path, cf->lineno, b);
+    cf->ok = 0;
+}
+
+static void parse_mode(model_t *m, cfg_t *cf, const char *p) {
+    char mode[32] = "";
+    sscanf(p, "%31s", mode);
+    if (!strcmp(mode, "detailed")) m->detailed = 1;
+    else if (!strcmp(mode, "fast")) m->detailed = 0;
+    else bad(cf, "mode: expected detailed or fast, got '%s'", mode);
+}
+
+static void parse_cpus(model_t *m, cfg_t *cf, const char *p) {
+    if (sscanf(p, "%d", &m->ncpus) != 1 || m->ncpus < 1 || m->ncpus > MAX_CPUS) {
+        bad(cf, "cpus: expected 1..%d", MAX_CPUS);
+        return;
+    }
+    cf->cpu_node = malloc(m->ncpus * sizeof(int));
+    for (int i = 0; i < m->ncpus; i++) cf->cpu_node[i] = -1;
+}
+
+static void parse_cpu_node(model_t *m, cfg_t *cf, const char *p) {
+    int c, nd;
+    if (!cf->cpu_node || sscanf(p, "%d %d", &c, &nd) != 2 || c < 0 || c >= m->ncpus || nd < 0 || nd >= m->nnodes)
+        bad(cf, "cpu_node: expected CPU below 'cpus' and node below 'nodes' (after both)");
+    else cf->cpu_node[c] = nd;
+}
+
+/* `hops i h0 h1 ...`: row i of the hop matrix. */
+static void parse_hops(model_t *m, cfg_t *cf, const char *p) {
+    int i, k = 0, h, nn;
+    if (sscanf(p, "%d%n", &i, &nn) != 1 || i < 0 || i >= m->nnodes) {
+        bad(cf, "hops: bad row");
+        return;
+    }
+    p += nn;
+    while (k < m->nnodes && sscanf(p, "%d%n", &h, &nn) == 1) {
+        if (h < 0 || h >= MAX_HOPS) {
+            bad(cf, "hops: expected 0..%d", MAX_HOPS - 1);
+            break;
+        }
+        m->hops[i][k++] = (uint8_t)h;
+        p += nn;
+    }
+    if (cf->ok && k != m->nnodes) bad(cf, "hops %d: expected %d values", i, m->nnodes);
+    cf->have_hops++;
+}
+
+static void parse_links(model_t *m, cfg_t *cf, const char *p) {
+    if (sscanf(p, "%d", &m->nlinks) != 1 || m->nlinks < 0) bad(cf, "links: expected a count");
+    m->link_src = calloc(m->nlinks + 1, sizeof(int));
+    m->link_dst = calloc(m->nlinks + 1, sizeof(int));
+}
+
+static void parse_link(model_t *m, cfg_t *cf, const char *p) {
+    int id, a, b;
+    if (!m->link_src || sscanf(p, "%d %d %d", &id, &a, &b) != 3 || id < 0 || id >= m->nlinks)
+        bad(cf, "link: expected id src dst after 'links'");
+    else m->link_src[id] = a, m->link_dst[id] = b;
+}
+
+/* `route a b l0 l1 ...`: the directed links from node a to node b. */
+static void parse_route(model_t *m, cfg_t *cf, const char *p) {
+    int a, b, l, nn;
+    if (sscanf(p, "%d %d%n", &a, &b, &nn) != 2 || a < 0 || b < 0 || a >= m->nnodes || b >= m->nnodes) {
+        bad(cf, "route: expected src dst links...");
+        return;
+    }
+    p += nn;
+    m->route_off[a][b] = (uint32_t)m->nroute_links;
+    int len = 0;
+    while (sscanf(p, "%d%n", &l, &nn) == 1) {
+        if (l < 0 || l >= m->nlinks) {
+            bad(cf, "route %d %d: link %d unknown", a, b, l);
+            break;
+        }
+        if (m->nroute_links == cf->route_cap)
+            m->route_links = realloc(m->route_links, (cf->route_cap *= 2) * sizeof(int));
+        m->route_links[m->nroute_links++] = l;
+        len++;
+        p += nn;
+    }
+    m->route_len[a][b] = (uint8_t)len;
+}
+
+static void parse_range(cfg_t *cf, const char *p) {
+    if (cf->nranges == (int)(sizeof cf->ranges / sizeof cf->ranges[0])) {
+        bad(cf, "range: too many");
+        return;
+    }
+    range_t *r = &cf->ranges[cf->nranges];
+    if (sscanf(p, "%" SCNx64 " %" SCNx64 " %d %" SCNx64, &r->start, &r->end, &r->node, &r->off) != 4)
+        bad(cf, "range: expected start end node ram_offset (hex, node decimal)");
+    else cf->nranges++;
+}
+
+/* One config line: key, then p at its values. */
+static void parse_line(model_t *m, cfg_t *cf, const char *key, const char *p) {
+    if (!strcmp(key, "vmlab-timing")) {
+        int v = 0;
+        if (sscanf(p, "%d", &v) != 1 || v != 1) bad(cf, "config format version: expected 1");
+    } else if (!strcmp(key, "mode")) parse_mode(m, cf, p);
+    else if (!strcmp(key, "out")) sscanf(p, "%4095s", m->out);
+    else if (!strcmp(key, "symbols")) sscanf(p, "%4095s", cf->sympath);
+    else if (!strcmp(key, "kernel_base")) sscanf(p, "%" SCNx64, &m->kernel_base);
+    else if (!strcmp(key, "cpus")) parse_cpus(m, cf, p);
+    else if (!strcmp(key, "nodes")) {
+        if (sscanf(p, "%d", &m->nnodes) != 1 || m->nnodes < 1 || m->nnodes > MAX_NODES)
+            bad(cf, "nodes: expected 1..%d", MAX_NODES);
+    } else if (!strcmp(key, "clock_ghz")) sscanf(p, "%lf", &m->clock_ghz);
+    else if (!strcmp(key, "line_bytes")) sscanf(p, "%u", &cf->line_bytes);
+    else if (!strcmp(key, "l1d") || !strcmp(key, "l2")) {
+        uint32_t *g = key[1] == '1' ? m->l1_geom : m->l2_geom;
+        if (sscanf(p, "%u %u %u", &g[0], &g[1], &g[2]) != 3) bad(cf, "%s: expected bytes ways latency_cycles", key);
+    } else if (!strcmp(key, "local_ns")) sscanf(p, "%lf", &cf->local_ns);
+    else if (!strcmp(key, "hop_ns")) sscanf(p, "%lf", &cf->hop_ns);
+    else if (!strcmp(key, "mem_bw_gbps")) sscanf(p, "%lf", &cf->mem_bw);
+    else if (!strcmp(key, "link_bw_gbps")) sscanf(p, "%lf", &cf->link_bw);
+    else if (!strcmp(key, "cpu_node")) parse_cpu_node(m, cf, p);
+    else if (!strcmp(key, "hops")) parse_hops(m, cf, p);
+    else if (!strcmp(key, "links")) parse_links(m, cf, p);
+    else if (!strcmp(key, "link")) parse_link(m, cf, p);
+    else if (!strcmp(key, "route")) parse_route(m, cf, p);
+    else if (!strcmp(key, "range")) parse_range(cf, p);
+    else if (!strncmp(key, "plugin.", 7) || !strcmp(key, "isa")) {
+        /* plugin.*: the QEMU glue's own settings (plugin.c); isa: informational */
+    } else bad(cf, "unknown key '%s'", key);
+}
+
+/* Reads lines until the end or the first bad one (cf->ok = 0). */
+static void read_lines(model_t *m, cfg_t *cf, FILE *f) {
+    char line[8192], key[64];
+    while (cf->ok && fgets(line, sizeof line, f)) {
+        cf->lineno++;
+        int n = 0;
+        if (sscanf(line, "%63s%n", key, &n) != 1 || key[0] == '#') continue;
+        parse_line(m, cf, key, line + n);
+    }
+}
+
+static int need(int have, const char *key, cfg_t *cf) {
+    if (!have) model_seterr(cf->err, cf->errlen, "%s: missing '%s'", cf->path, key);
+    return have;
+}
+
+/* Every required key is there, every CPU has a node, every range is whole granules. */
+static int config_complete(const model_t *m, cfg_t *cf) {
+    if (!(need(m->ncpus > 0, "cpus", cf) && need(m->nnodes > 0, "nodes", cf) &&
+          need(m->clock_ghz > 0, "clock_ghz", cf) &&
+          need(cf->line_bytes > 0 && is_pow2(cf->line_bytes), "line_bytes (a power of two)", cf) &&
+          need(cf->local_ns > 0 && cf->hop_ns >= 0, "local_ns and hop_ns", cf) &&
+          need(cf->mem_bw > 0 && cf->link_bw > 0, "mem_bw_gbps and link_bw_gbps", cf) &&
+          need(cf->have_hops == m->nnodes, "hops (one row per node)", cf) && need(cf->nranges > 0, "range", cf) &&
+          need(m->out[0], "out", cf)))
+        return 0;
+    for (int c = 0; c < m->ncpus; c++)
+        if (cf->cpu_node[c] < 0) {
+            model_seterr(cf->err, cf->errlen, "%s: CPU %d has no node (cpu_node)", cf->path, c);
+            return 0;
+        }
+    uint64_t gmask = (1ull << GRAN_SHIFT) - 1;
+    for (int i = 0; i < cf->nranges; i++) {
+        range_t *r = &cf->ranges[i];
+        if ((r->start | r->end | r->off) & gmask || r->end <= r->start || r->node < 0 || r->node >= m->nnodes) {
+            model_seterr(cf->err, cf->errlen, "%s: range %d: expected 2 MiB-aligned start < end and a node below %d",
+                         cf->path, i, m->nnodes);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int model_read_config(model_t *m, cfg_t *cf, const char *path, char *err, size_t errlen) {
+    *cf = (cfg_t){.path = path, .err = err, .errlen = errlen, .ok = 1, .local_ns = -1, .hop_ns = -1,
+                  .mem_bw = -1, .link_bw = -1, .route_cap = 1024};
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        model_seterr(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    m->route_links = malloc(cf->route_cap * sizeof(int));
+    m->kernel_base = UINT64_MAX;  /* no kernel_base line yet: model_sym_init sets the default */
+    read_lines(m, cf, f);
+    fclose(f);
+    return cf->ok && config_complete(m, cf) ? 0 : -1;
+}

@@ -1,0 +1,207 @@
+/* vmlab timing model: internal types, shared by its files and by
+ * tests/c/timing_invariants.c (which checks coherence from the inside).
+ * model.h is the public API. The files, by component:
+ *   model_config.c   reading and checking the config
+ *   model_state.c    the model's state from it (vm_model_new), freeing it
+ *   model_symbols.c  the kernel's text symbols
+ *   model_access.c   pricing accesses: caches, directory, network, queueing
+ *   model_report.c   guest phases and the results JSON
+ *
+ * The cache helpers are static inline here because vm_access calls them
+ * on every access: as calls into another file they could not be inlined.
+ */
+#ifndef VMLAB_MODEL_INT_H
+#define VMLAB_MODEL_INT_H
+
+#include "model.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MAX_CPUS 62           /* directory entry: 62 sharer bits + exclusive bit */
+#define MAX_NODES 64
+#define MAX_HOPS 16
+#define HIST_BINS 128         /* miss-latency histogram: 8 ns bins, last bin open */
+#define HIST_NS 8
+#define GRAN_SHIFT 21         /* address map granule: 2 MiB */
+#define WINDOW_MISSES 4096    /* queueing utilisation window, in L2 misses */
+#define DIR_EXCL (1ull << 63)
+
+enum { S_INV = 0, S_S = 1, S_E = 2, S_M = 3 };
+
+typedef struct {
+    uint64_t *t;       /* sets * ways entries, MRU first: (line << 2) | state, 0 = empty */
+    uint32_t mask, ways;
+} cache_t;
+
+/* Per-CPU counters, in the order the results JSON lists them. One list, so
+ * the struct and its JSON cannot drift apart; diff() in model_report.c
+ * relies on every field being a uint64_t. */
+#define COUNTER_FIELDS(X) X(insns) X(time_ps) X(stall_ps) X(loads) X(stores) X(atomics) X(l1_hits) \
+    X(l2_hits) X(misses) X(remote) X(c2c) X(upgrades) X(invals) X(writebacks) X(lock_xfers) X(lock_ps) X(io) X(mem_ps)
+
+typedef struct {
+#define X(n) uint64_t n;
+    COUNTER_FIELDS(X)
+#undef X
+} counters_t;
+
+typedef struct {
+    uint64_t id, instance, begin_ps, end_ps;
+    counters_t d;
+} phase_t;
+
+typedef struct {
+    cache_t l1, l2;
+    int node;
+    counters_t c;
+    uint64_t kind_insns[VM_KINDS];  /* per CPU: fast mode may run vCPUs on several host threads */
+    uint64_t window_start_ps;
+    int ph_active;
+    uint64_t ph_id, ph_inst, ph_begin_ps;
+    counters_t ph_start;
+    phase_t *ph;
+    size_t nph, cap;
+} cpu_t;
+
+typedef struct {
+    uint64_t accesses, misses, remote, stall_ps, lock_xfers;
+} symstat_t;
+
+typedef struct {
+    uint64_t insns, accesses, misses, remote, stall_ps;
+} kindstat_t;
+
+struct model {
+    int detailed, ncpus, nnodes, nlinks;
+    char out[4096];
+    double clock_ghz;
+    uint32_t line_shift;
+    uint64_t cycle_ps, l2_ps, ctrl_ps, half_hop_ps;
+    uint64_t mem_ps[MAX_NODES][MAX_NODES];
+    uint8_t hops[MAX_NODES][MAX_NODES];
+    /* directed links and routes: route (a,b) = links[route_off .. +route_len] */
+    int *link_src, *link_dst;
+    uint32_t route_off[MAX_NODES][MAX_NODES];
+    uint8_t route_len[MAX_NODES][MAX_NODES];
+    int *route_links;
+    size_t nroute_links;
+    /* queueing: resources 0..nnodes-1 are memory controllers, then links */
+    uint64_t *busy_ps, *busy_total_ps, *qdelay_ps, mem_service_ps, *link_req_ps, *link_data_ps;
+    uint64_t window_misses, windows;
+    /* address map: 2 MiB granules of guest-physical space */
+    int16_t *gran_node;
+    uint64_t *gran_off;
+    size_t ngran;
+    uint64_t ram_bytes;
+    uint64_t *dir;
+    size_t dir_lines;
+    uint32_t l1_geom[3], l2_geom[3];
+    cpu_t *cpu;
+    /* results */
+    uint64_t matrix_n[MAX_NODES][MAX_NODES], matrix_ps[MAX_NODES][MAX_NODES];
+    uint64_t hop_n[MAX_HOPS], hop_ps[MAX_HOPS], hist[MAX_HOPS][HIST_BINS];
+    uint64_t c2c_hops[MAX_HOPS], lock_n[MAX_HOPS], lock_ps[MAX_HOPS];
+    uint64_t unmapped;
+    kindstat_t kind[VM_KINDS];
+    /* symbols */
+    uint64_t kernel_base;
+    uint64_t *sym_addr;
+    char **sym_name;
+    uint32_t nsym;
+    symstat_t *sym;
+};
+
+/* --- set-associative LRU caches (the per-access hot path) ------------------- */
+/* Index of line in its set, or -1. */
+static inline int c_find(const cache_t *c, uint64_t line) {
+    const uint64_t *s = c->t + (size_t)(line & c->mask) * c->ways;
+    for (uint32_t i = 0; i < c->ways; i++)
+        if (s[i] && (s[i] >> 2) == line) return (int)i;
+    return -1;
+}
+
+static inline uint64_t *c_set(const cache_t *c, uint64_t line) {
+    return c->t + (size_t)(line & c->mask) * c->ways;
+}
+
+static inline void c_touch(cache_t *c, uint64_t line, int i) {
+    uint64_t *s = c_set(c, line), e = s[i];
+    memmove(s + 1, s, (size_t)i * sizeof *s);
+    s[0] = e;
+}
+
+/* Inserts as MRU; returns the evicted entry (0 if none). */
+static inline uint64_t c_insert(cache_t *c, uint64_t line, int state) {
+    uint64_t *s = c_set(c, line), victim = s[c->ways - 1];
+    memmove(s + 1, s, (size_t)(c->ways - 1) * sizeof *s);
+    s[0] = (line << 2) | (uint64_t)state;
+    return victim;
+}
+
+static inline void c_remove(cache_t *c, uint64_t line) {
+    int i = c_find(c, line);
+    if (i < 0) return;
+    uint64_t *s = c_set(c, line);
+    memmove(s + i, s + i + 1, (size_t)(c->ways - 1 - i) * sizeof *s);
+    s[c->ways - 1] = 0;
+}
+
+static inline void c_setstate(cache_t *c, uint64_t line, int state) {
+    int i = c_find(c, line);
+    if (i >= 0) {
+        uint64_t *s = c_set(c, line);
+        s[i] = (line << 2) | (uint64_t)state;
+    }
+}
+
+/* The directory entry's index of a mapped guest-physical address: its
+ * offset in node RAM, in lines. */
+static inline uint64_t dir_index(const model_t *m, uint64_t pa) {
+    size_t g = pa >> GRAN_SHIFT;
+    return (m->gran_off[g] + (pa & ((1ull << GRAN_SHIFT) - 1))) >> m->line_shift;
+}
+
+/* --- the config, as model_config.c reads it for model_state.c ------------------ */
+typedef struct {
+    uint64_t start, end, off;  /* guest-physical [start, end) is RAM from offset off */
+    int node;
+} range_t;
+
+/* What the config says that model_t does not keep as read, and where the
+ * read is (for error messages). */
+typedef struct {
+    const char *path;
+    char *err;
+    size_t errlen;
+    int lineno, ok;
+    char sympath[4096];
+    double local_ns, hop_ns, mem_bw, link_bw;
+    uint32_t line_bytes;
+    int have_hops;
+    int *cpu_node;
+    range_t ranges[2 * MAX_NODES + 8];
+    int nranges;
+    size_t route_cap;
+} cfg_t;
+
+static inline int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
+
+/* --- functions shared between the model's files (none on the per-access path) --- */
+/* Hidden: not exported from the plugin, so calls to them bind inside it. */
+#define MODEL_INTERNAL __attribute__((visibility("hidden")))
+
+/* model_config.c: reads and checks the config at path into m and cf
+ * (cf->cpu_node is the caller's to free, even on error). Returns 0, or -1
+ * with err set. */
+int model_read_config(model_t *m, cfg_t *cf, const char *path, char *err, size_t errlen) MODEL_INTERNAL;
+
+/* model_config.c: err = the formatted message, if there is room for one. */
+void model_seterr(char *err, size_t n, const char *fmt, ...) MODEL_INTERNAL __attribute__((format(printf, 3, 4)));
+
+/* model_symbols.c: the kernel's text symbols from system_map ("": only the
+ * reserved ones) and their counters. Returns 0, or -1 with err set. */
+int model_sym_init(model_t *m, const char *system_map, char *err, size_t errlen) MODEL_INTERNAL;
+
+#endif

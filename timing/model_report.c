@@ -1,0 +1,210 @@
+/* vmlab timing model: guest phases, and the results JSON written at exit
+ * (read back by timing/__init__.py load_results, stored by analysis/timing.py).
+ */
+#include "model_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* --- phases ----------------------------------------------------------------------- */
+/* d = a - b, field by field (counters_t is all uint64_t: model_int.h). */
+static void diff(counters_t *d, const counters_t *a, const counters_t *b) {
+    const uint64_t *x = (const uint64_t *)a, *y = (const uint64_t *)b;
+    uint64_t *o = (uint64_t *)d;
+    for (size_t i = 0; i < sizeof(counters_t) / sizeof(uint64_t); i++) o[i] = x[i] - y[i];
+}
+
+void vm_phase(model_t *m, int c, int op, uint64_t id, uint64_t instance) {
+    cpu_t *p = &m->cpu[c];
+    if (op == VM_PHASE_BEGIN) {
+        p->ph_active = 1;
+        p->ph_id = id;
+        p->ph_inst = instance;
+        p->ph_begin_ps = p->c.time_ps;
+        p->ph_start = p->c;
+    } else if (op == VM_PHASE_END && p->ph_active && p->ph_id == id && p->ph_inst == instance) {
+        if (p->nph == p->cap) {
+            p->cap = p->cap ? 2 * p->cap : 64;
+            p->ph = realloc(p->ph, p->cap * sizeof(phase_t));
+        }
+        phase_t *r = &p->ph[p->nph++];
+        r->id = id;
+        r->instance = instance;
+        r->begin_ps = p->ph_begin_ps;
+        r->end_ps = p->c.time_ps;
+        diff(&r->d, &p->c, &p->ph_start);
+        p->ph_active = 0;
+    }
+}
+
+/* --- results ---------------------------------------------------------------------- */
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', f);
+        if ((unsigned char)*s >= 0x20) fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* The counters as JSON members, in COUNTER_FIELDS order. */
+static void json_counters(FILE *f, const counters_t *c) {
+    int first = 1;
+#define X(n) fprintf(f, "%s\"" #n "\":%" PRIu64, first ? "" : ",", c->n); first = 0;
+    COUNTER_FIELDS(X)
+#undef X
+}
+
+typedef struct {
+    uint64_t stall;
+    uint32_t i;
+} symord_t;
+
+static int cmp_symord(const void *a, const void *b) {
+    const symord_t *x = a, *y = b;
+    if (x->stall != y->stall) return x->stall > y->stall ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* Each section below writes `"name":[...]`; vm_write_results joins them. */
+static void write_cpus(FILE *f, const model_t *m) {
+    fprintf(f, "\"cpus\":[");
+    for (int c = 0; c < m->ncpus; c++) {
+        fprintf(f, "%s\n{\"cpu\":%d,\"node\":%d,", c ? "," : "", c, m->cpu[c].node);
+        json_counters(f, &m->cpu[c].c);
+        fputc('}', f);
+    }
+    fputc(']', f);
+}
+
+/* User, kernel and boot: instructions are summed from the CPUs here. */
+static void write_kinds(FILE *f, model_t *m) {
+    static const char *kinds[VM_KINDS] = {"boot", "kernel", "user"};
+    fprintf(f, "\"kinds\":[");
+    for (int k = 0; k < VM_KINDS; k++) {
+        m->kind[k].insns = 0;
+        for (int c = 0; c < m->ncpus; c++) m->kind[k].insns += m->cpu[c].kind_insns[k];
+    }
+    for (int k = 0; k < VM_KINDS; k++)
+        fprintf(f, "%s{\"kind\":\"%s\",\"insns\":%" PRIu64 ",\"accesses\":%" PRIu64 ",\"misses\":%" PRIu64
+                   ",\"remote\":%" PRIu64 ",\"stall_ps\":%" PRIu64 "}",
+                k ? "," : "", kinds[k], m->kind[k].insns, m->kind[k].accesses, m->kind[k].misses, m->kind[k].remote,
+                m->kind[k].stall_ps);
+    fputc(']', f);
+}
+
+/* Misses and their latency by (CPU node, home node), the pairs with any. */
+static void write_matrix(FILE *f, const model_t *m) {
+    fprintf(f, "\"matrix\":[");
+    int first = 1;
+    for (int a = 0; a < m->nnodes; a++)
+        for (int b = 0; b < m->nnodes; b++)
+            if (m->matrix_n[a][b]) {
+                fprintf(f, "%s[%d,%d,%" PRIu64 ",%" PRIu64 "]", first ? "" : ",", a, b, m->matrix_n[a][b],
+                        m->matrix_ps[a][b]);
+                first = 0;
+            }
+    fputc(']', f);
+}
+
+/* Per hop count: misses, transfers, lock transfers and the latency histogram. */
+static void write_hops(FILE *f, const model_t *m) {
+    fprintf(f, "\"hops\":[");
+    int first = 1;
+    for (int h = 0; h < MAX_HOPS; h++) {
+        if (!m->hop_n[h] && !m->c2c_hops[h] && !m->lock_n[h]) continue;
+        fprintf(f, "%s\n{\"hops\":%d,\"misses\":%" PRIu64 ",\"lat_ps\":%" PRIu64 ",\"c2c\":%" PRIu64
+                   ",\"lock_xfers\":%" PRIu64 ",\"lock_ps\":%" PRIu64 ",\"hist\":[",
+                first ? "" : ",", h, m->hop_n[h], m->hop_ps[h], m->c2c_hops[h], m->lock_n[h], m->lock_ps[h]);
+        int f2 = 1;
+        for (int b = 0; b < HIST_BINS; b++)
+            if (m->hist[h][b]) {
+                fprintf(f, "%s[%d,%" PRIu64 "]", f2 ? "" : ",", b * HIST_NS, m->hist[h][b]);
+                f2 = 0;
+            }
+        fprintf(f, "]}");
+        first = 0;
+    }
+    fputc(']', f);
+}
+
+/* Busy time of each memory controller, then of each directed link. */
+static void write_resources(FILE *f, const model_t *m) {
+    fprintf(f, "\"resources\":[");
+    for (int r = 0; r < m->nnodes + m->nlinks; r++) {
+        if (r < m->nnodes)
+            fprintf(f, "%s[\"mem\",%d,%d,%" PRIu64 "]", r ? "," : "", r, r, m->busy_total_ps[r] + m->busy_ps[r]);
+        else
+            fprintf(f, ",[\"link\",%d,%d,%" PRIu64 "]", m->link_src[r - m->nnodes], m->link_dst[r - m->nnodes],
+                    m->busy_total_ps[r] + m->busy_ps[r]);
+    }
+    fputc(']', f);
+}
+
+/* Symbols: every one with a lock transfer, and the top 300 by stall. */
+static void write_symbols(FILE *f, const model_t *m) {
+    symord_t *ord = malloc(m->nsym * sizeof *ord);
+    for (uint32_t i = 0; i < m->nsym; i++) ord[i].stall = m->sym[i].stall_ps, ord[i].i = i;
+    qsort(ord, m->nsym, sizeof *ord, cmp_symord);
+    fprintf(f, "\"symbols\":[");
+    int first = 1;
+    for (uint32_t k = 0; k < m->nsym; k++) {
+        symstat_t *s = &m->sym[ord[k].i];
+        if (!s->accesses || (k >= 300 && !s->lock_xfers)) continue;
+        fprintf(f, "%s\n[", first ? "" : ",");
+        json_str(f, m->sym_name[ord[k].i]);
+        fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]", s->accesses, s->misses, s->remote,
+                s->stall_ps, s->lock_xfers);
+        first = 0;
+    }
+    free(ord);
+    fputc(']', f);
+}
+
+static void write_phases(FILE *f, const model_t *m) {
+    fprintf(f, "\"phases\":[");
+    int first = 1;
+    for (int c = 0; c < m->ncpus; c++)
+        for (size_t k = 0; k < m->cpu[c].nph; k++) {
+            phase_t *r = &m->cpu[c].ph[k];
+            fprintf(f, "%s\n{\"cpu\":%d,\"id\":%" PRIu64 ",\"instance\":%" PRIu64 ",\"begin_ps\":%" PRIu64
+                       ",\"end_ps\":%" PRIu64 ",",
+                    first ? "" : ",", c, r->id, r->instance, r->begin_ps, r->end_ps);
+            json_counters(f, &r->d);
+            fputc('}', f);
+            first = 0;
+        }
+    fputc(']', f);
+}
+
+/* Written to <out>.partial and renamed, so a reader never sees half a file. */
+int vm_write_results(model_t *m, const char *path) {
+    const char *out = path ? path : m->out;
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.partial", out);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return -1;
+    fprintf(f, "{\"format\":1,\"mode\":\"%s\",\"cycle_ps\":%" PRIu64 ",\"l2_ps\":%" PRIu64 ",\"ctrl_ps\":%" PRIu64
+               ",\"half_hop_ps\":%" PRIu64 ",\"state_bytes\":%zu,\"windows\":%" PRIu64 ",\"unmapped\":%" PRIu64 ",\n",
+            m->detailed ? "detailed" : "fast", m->cycle_ps, m->l2_ps, m->ctrl_ps, m->half_hop_ps, vm_state_bytes(m),
+            m->windows, m->unmapped);
+    write_cpus(f, m);
+    fprintf(f, ",\n");
+    write_kinds(f, m);
+    fprintf(f, ",\n");
+    write_matrix(f, m);
+    fprintf(f, ",\n");
+    write_hops(f, m);
+    fprintf(f, ",\n");
+    write_resources(f, m);
+    fprintf(f, ",\n");
+    write_symbols(f, m);
+    fprintf(f, ",\n");
+    write_phases(f, m);
+    fprintf(f, "}\n");
+    int rc = ferror(f);
+    rc |= fclose(f);
+    if (!rc) rc = rename(tmp, out);
+    return rc ? -1 : 0;
+}

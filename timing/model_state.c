@@ -1,0 +1,152 @@
+/* vmlab timing model: its state, built from the config (model_config.c
+ * reads it), freed, and sized.
+ */
+#include "model_int.h"
+
+#include <stdlib.h>
+
+static int cache_init(cache_t *c, uint32_t bytes, uint32_t ways, uint32_t line) {
+    if (!ways || !line || bytes % (ways * line)) return -1;
+    uint32_t sets = bytes / (ways * line);
+    if (!is_pow2(sets)) return -1;
+    c->mask = sets - 1;
+    c->ways = ways;
+    c->t = calloc((size_t)sets * ways, sizeof(uint64_t));
+    return c->t ? 0 : -1;
+}
+
+/* Cycle, L2, controller and hop costs; memory latency per (CPU node, home). */
+static int set_latencies(model_t *m, cfg_t *cf) {
+    m->line_shift = (uint32_t)__builtin_ctz(cf->line_bytes);
+    m->cycle_ps = (uint64_t)(1000.0 / m->clock_ghz + 0.5);
+    m->l2_ps = (uint64_t)m->l2_geom[2] * m->cycle_ps;
+    if ((double)m->l2_ps >= cf->local_ns * 1000.0) {
+        model_seterr(cf->err, cf->errlen, "%s: L2 latency (%u cycles) must be below local_ns", cf->path, m->l2_geom[2]);
+        return 0;
+    }
+    m->ctrl_ps = (uint64_t)(cf->local_ns * 1000.0 + 0.5) - m->l2_ps;
+    m->half_hop_ps = (uint64_t)(cf->hop_ns * 500.0 + 0.5);
+    for (int a = 0; a < m->nnodes; a++)
+        for (int b = 0; b < m->nnodes; b++)
+            m->mem_ps[a][b] = (uint64_t)(cf->local_ns * 1000.0 + 0.5) + m->hops[a][b] * 2 * m->half_hop_ps;
+    return 1;
+}
+
+/* Guest-physical granule -> (home node, offset in RAM); the directory covers all RAM. */
+static void build_address_map(model_t *m, const cfg_t *cf) {
+    uint64_t max_end = 0;
+    for (int i = 0; i < cf->nranges; i++) {
+        if (cf->ranges[i].end > max_end) max_end = cf->ranges[i].end;
+        uint64_t top = cf->ranges[i].off + (cf->ranges[i].end - cf->ranges[i].start);
+        if (top > m->ram_bytes) m->ram_bytes = top;
+    }
+    m->ngran = max_end >> GRAN_SHIFT;
+    m->gran_node = malloc(m->ngran * sizeof(int16_t));
+    m->gran_off = calloc(m->ngran, sizeof(uint64_t));
+    for (size_t g = 0; g < m->ngran; g++) m->gran_node[g] = -1;
+    for (int i = 0; i < cf->nranges; i++)
+        for (uint64_t a = cf->ranges[i].start; a < cf->ranges[i].end; a += 1ull << GRAN_SHIFT) {
+            m->gran_node[a >> GRAN_SHIFT] = (int16_t)cf->ranges[i].node;
+            m->gran_off[a >> GRAN_SHIFT] = cf->ranges[i].off + (a - cf->ranges[i].start);
+        }
+    m->dir_lines = m->ram_bytes >> m->line_shift;
+}
+
+/* Memory controllers and directed links: busy time and service times. */
+static void init_queueing(model_t *m, const cfg_t *cf) {
+    int nres = m->nnodes + m->nlinks;
+    m->busy_ps = calloc(nres, sizeof(uint64_t));
+    m->busy_total_ps = calloc(nres, sizeof(uint64_t));
+    m->qdelay_ps = calloc(nres, sizeof(uint64_t));
+    m->mem_service_ps = (uint64_t)(cf->line_bytes / cf->mem_bw * 1000.0 + 0.5);
+    m->link_req_ps = calloc(1, sizeof(uint64_t));
+    m->link_data_ps = calloc(1, sizeof(uint64_t));
+    *m->link_req_ps = (uint64_t)(16 / cf->link_bw * 1000.0 + 0.5);            /* header-only message */
+    *m->link_data_ps = (uint64_t)((cf->line_bytes + 16) / cf->link_bw * 1000.0 + 0.5);
+}
+
+/* CPUs, with their caches in detailed mode. */
+static int init_cpus(model_t *m, cfg_t *cf) {
+    m->cpu = calloc(m->ncpus, sizeof(cpu_t));
+    for (int c = 0; c < m->ncpus; c++) {
+        m->cpu[c].node = cf->cpu_node[c];
+        if (m->detailed && (cache_init(&m->cpu[c].l1, m->l1_geom[0], m->l1_geom[1], cf->line_bytes) ||
+                            cache_init(&m->cpu[c].l2, m->l2_geom[0], m->l2_geom[1], cf->line_bytes))) {
+            model_seterr(cf->err, cf->errlen, "%s: l1d/l2: size must be ways x line x a power-of-two number of sets",
+                         cf->path);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int init_directory(model_t *m, cfg_t *cf) {
+    if (!m->detailed) return 1;
+    /* Lazily backed by the OS: only lines the guest touches cost memory. */
+    m->dir = calloc(m->dir_lines, sizeof(uint64_t));
+    if (!m->dir) {
+        model_seterr(cf->err, cf->errlen, "%s: cannot allocate the directory (%zu lines)", cf->path, m->dir_lines);
+        return 0;
+    }
+    return 1;
+}
+
+/* Read and check the config, then build; a failure anywhere frees what was built. */
+model_t *vm_model_new(const char *path, char *err, size_t errlen) {
+    model_t *m = calloc(1, sizeof *m);
+    cfg_t cf;
+    int ok = !model_read_config(m, &cf, path, err, errlen) && set_latencies(m, &cf);
+    if (ok) {
+        build_address_map(m, &cf);
+        init_queueing(m, &cf);
+        ok = init_cpus(m, &cf) && init_directory(m, &cf) && !model_sym_init(m, cf.sympath, err, errlen);
+    }
+    free(cf.cpu_node);
+    if (!ok) {
+        vm_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void vm_model_free(model_t *m) {
+    if (!m) return;
+    if (m->cpu)
+        for (int c = 0; c < m->ncpus; c++) {
+            free(m->cpu[c].l1.t);
+            free(m->cpu[c].l2.t);
+            free(m->cpu[c].ph);
+        }
+    free(m->cpu);
+    free(m->dir);
+    free(m->gran_node);
+    free(m->gran_off);
+    free(m->busy_ps);
+    free(m->busy_total_ps);
+    free(m->qdelay_ps);
+    free(m->link_req_ps);
+    free(m->link_data_ps);
+    free(m->link_src);
+    free(m->link_dst);
+    free(m->route_links);
+    if (m->sym_name)
+        for (uint32_t i = 0; i < m->nsym; i++) free(m->sym_name[i]);
+    free(m->sym_name);
+    free(m->sym_addr);
+    free(m->sym);
+    free(m);
+}
+
+int vm_ncpus(const model_t *m) { return m->ncpus; }
+int vm_mode_detailed(const model_t *m) { return m->detailed; }
+uint64_t vm_kernel_base(const model_t *m) { return m->kernel_base; }
+uint32_t vm_line_bytes(const model_t *m) { return 1u << m->line_shift; }
+
+size_t vm_state_bytes(const model_t *m) {
+    size_t b = sizeof *m + m->ncpus * sizeof(cpu_t) + m->nsym * (sizeof(symstat_t) + 16);
+    if (m->detailed)
+        b += m->ncpus * ((size_t)(m->cpu[0].l1.mask + 1) * m->cpu[0].l1.ways +
+                         (size_t)(m->cpu[0].l2.mask + 1) * m->cpu[0].l2.ways) * sizeof(uint64_t) +
+             m->dir_lines * sizeof(uint64_t);
+    return b;
+}
