@@ -150,7 +150,7 @@ def cmd_run(args) -> int:
     built = [build_images(v, topo.guest_isa, exp.name, timing=args.timing != "off") for v in variants]
     # Read the guest userland once: every kernel of a comparison boots the
     # same bytes, even if a build elsewhere replaces the cached archive.
-    userland = built[0].initramfs.read_bytes()
+    userland = built[0].userland
     dbpath = Path(args.db).resolve()
     con = db.connect(dbpath)
     cid = compare.start(con, f"{exp.name} on {topo.name}: {args.kernel}") if len(variants) > 1 else None

@@ -2,6 +2,7 @@
 needs and say whether anything was built."""
 from __future__ import annotations
 
+import fcntl
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ class Built:
     rebuilt: bool
     qemu_dir: Path       # our QEMU (configs/qemu_build.py): bin/, include/, meta.json
     plugin: Path | None = None
+    userland: bytes = b""  # the initramfs as built, read under the build lock
 
 
 def build(cache: Path, variant, arch: str, experiment: str, timing: bool = False) -> Built:
@@ -50,6 +52,25 @@ def build(cache: Path, variant, arch: str, experiment: str, timing: bool = False
     # any other line means something was built.
     # From the repo root, with repo-relative paths in every command, so a
     # second checkout of the same sources finds its guest programs built.
+    # One SCons at a time per cache: concurrent runs share its signature
+    # database and its output paths (guest programs, initramfs archives).
+    # The archive is read before the lock is released, so a run from another
+    # checkout cannot swap it between this build and this run's boot.
+    with open(cache / "build.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print("build: waiting for another run's build to finish", flush=True)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        rebuilt = _scons(args)
+        userland = initrd.read_bytes()
+    if not rebuilt:
+        print("build: up to date, nothing built", flush=True)
+    return Built(kdir, initrd, rebuilt, qemu_build.engine_dir(cache), plugin, userland)
+
+
+def _scons(args) -> bool:
+    """Run SCons, pass on what it prints; True if it built anything."""
     p = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
     rebuilt = False
     error = ""
@@ -65,6 +86,4 @@ def build(cache: Path, variant, arch: str, experiment: str, timing: bool = False
         if error:
             raise BuildFailed(error, 2 if p.returncode == 2 else 1)
         raise BuildFailed(f"build failed (scons exit status {p.returncode}); see the messages above")
-    if not rebuilt:
-        print("build: up to date, nothing built", flush=True)
-    return Built(kdir, initrd, rebuilt, qemu_build.engine_dir(cache), plugin)
+    return rebuilt

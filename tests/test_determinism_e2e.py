@@ -1,0 +1,54 @@
+"""Determinism on per-vCPU clocks (configs/qemu-patches/0003, 0005): the same
+inputs give the same console, per-vCPU instruction counts and clocks, on 1, 8
+and 32 CPUs, in every timing mode, while the guest swaps to the modeled disk.
+The two runs of a pair go at once into one database, so they also differ in
+host load and in who writes first. Slow: boots guests."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e import REPO, db
+
+pytestmark = pytest.mark.slow
+
+MACHINES = {1: "x86-1c-small", 8: "x86-2s-8c-small", 32: "x86-4s-32c-small"}
+
+
+@pytest.mark.parametrize("mode", ["off", "fast", "detailed"])
+@pytest.mark.parametrize("cpus", sorted(MACHINES))
+def test_a_swapping_run_repeats_exactly(vmlab_env, tmp_path, cpus, mode):
+    topo = str(REPO / "tests" / "data" / f"{MACHINES[cpus]}.toml")
+    cmd = [sys.executable, str(REPO / "run.py"), "-t", topo, "-e", "qsbench", "--timing", mode,
+           "-p", f"mem_frac=1.05,procs={min(cpus, 4)}", "--db", str(tmp_path / "r.db"),
+           "--runs-dir", str(tmp_path / "runs")]
+    procs = [subprocess.Popen(cmd, env=vmlab_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for _ in range(2)]
+    outs = [p.communicate()[0] for p in procs]
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out[-4000:]
+    c = db(tmp_path)
+    runs = c.execute("SELECT id, log_path, timing_mode, clock_model FROM runs ORDER BY id").fetchall()
+    assert len(runs) == 2 and all(r["timing_mode"] == mode for r in runs)
+    assert "per-vCPU clocks" in runs[0]["clock_model"]
+    a, b = (Path(r["log_path"]).read_bytes() for r in runs)
+    assert a == b, "consoles differ"
+    ids = [r["id"] for r in runs]
+    clocks = [[tuple(x) for x in c.execute("SELECT cpu, insns, stall_ps, clock_ps FROM vcpu_clocks "
+                                           "WHERE run_id = ? ORDER BY cpu", (i,))] for i in ids]
+    assert clocks[0] == clocks[1] and len(clocks[0]) == cpus
+    assert all(k[1] > 0 for k in clocks[0])
+    # stalls reach the clocks in detailed mode only
+    assert (sum(k[2] for k in clocks[0]) > 0) == (mode == "detailed")
+    # it swapped to the modeled disk, by the same amount both times
+    out = [c.execute("SELECT delta FROM v_vmstat_delta WHERE run_id = ? AND counter = 'pswpout'", (i,)).fetchone()
+           for i in ids]
+    assert out[0] is not None and out[0][0] > 0 and out[0][0] == out[1][0]
+    el = [sorted(tuple(x) for x in c.execute("SELECT elapsed_ms, user_ms, sys_ms FROM qsbench_procs "
+                                            "WHERE run_id = ?", (i,))) for i in ids]
+    assert el[0] == el[1] and len(el[0]) == min(cpus, 4)
+    if mode != "off":  # the plugin saw the same instruction stream on every CPU
+        counts = [[tuple(x) for x in c.execute("SELECT cpu, insns FROM timing_cpu WHERE run_id = ? ORDER BY cpu",
+                                              (i,))] for i in ids]
+        assert counts[0] == counts[1] and len(counts[0]) == cpus
