@@ -225,8 +225,8 @@ def run_one(args, con, dbpath, topo, exp, plan, variant, built, userland, quiet=
     stalls = args.timing == "detailed" and not args.no_stalls and args.qemu_mode == "icount"
     qver = qemu_build.label() if ours else f"Debian's {binary} (qemu-system {qemu_build.debian_version()})"
     console, qlog = rdir / "console.log", rdir / "qemu.log"
-    boot_to = args.boot_timeout or qemu.boot_timeout_s(topo, args.qemu_mode)
-    run_to = args.timeout or plan.timeout_s
+    boot_to = args.boot_timeout or qemu.boot_timeout_s(topo, args.qemu_mode, args.timing)
+    run_to = args.timeout or plan.timeout_s * qemu.TIMING_SLOWDOWN[args.timing]  # manifests time the model off
     row = {
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": host, "vmlab_version": vmlab_version(),
         "topology": topo.name, "topology_sha256": topo.sha256, "topology_toml": topo.text,

@@ -158,11 +158,19 @@ def alpha_command_line(topo, kernel: Path, initrd: Path, *, binary: Path, mode: 
     return cmd + disks(swap_image, data_image, disk)
 
 
-def boot_timeout_s(topo, mode: str) -> float:
+# How much slower a guest runs with the timing plugin loaded (`./run.py
+# bench`: detailed with stalls 88.6 against 201.6 guest MIPS off, 2.3x;
+# fast about 1.2x), with room for a loaded host.
+TIMING_SLOWDOWN = {"off": 1.0, "fast": 1.5, "detailed": 3.0}
+
+
+def boot_timeout_s(topo, mode: str, timing: str = "off") -> float:
     """Measured: 32 CPUs boot in ~135 s under icount, ~86 s under MTTCG
-    (QEMU 10.0.2, this class of host); 3x margin for a loaded machine."""
+    (QEMU 10.0.2, this class of host); 3x margin for a loaded machine, and
+    the timing model's slowdown on top (a 1-CPU detailed boot took over
+    104 s with four guests sharing 2 host cores)."""
     per_cpu = 4.5 if mode == "icount" else 3.0
-    return 90 + 3 * per_cpu * topo.cpus
+    return (90 + 3 * per_cpu * topo.cpus) * TIMING_SLOWDOWN[timing]
 
 
 @dataclass
