@@ -17,6 +17,7 @@ import sqlite3
 from pathlib import Path
 
 from analysis import reproducers
+from experiments import facts
 
 # Each entry moves the schema one version up; never edit a released entry.
 MIGRATIONS = [
@@ -175,7 +176,7 @@ MIGRATIONS = [
         FROM runs;
     """,
     # 3: the timing model's results (timing/; analysis/timing.py ingests them)
-    """
+    f"""
     ALTER TABLE runs ADD COLUMN timing_plugin TEXT;
     ALTER TABLE runs ADD COLUMN qemu_maxrss_kib INTEGER;
     CREATE TABLE timing_run (
@@ -237,7 +238,7 @@ MIGRATIONS = [
                p.remote, p.stall_ps / 1e9 AS stall_ms
         FROM timing_phases p LEFT JOIN chunk_times c
           ON c.run_id = p.run_id AND c.cycle = p.instance >> 32 AND c.chunk = p.instance & 4294967295
-        WHERE p.phase_id = 1;
+        WHERE p.phase_id = {facts.phase_id("memeater.chunk")};
     """,
     # 4: kernel comparisons (`./run.py --kernel a,b`): which runs form one, in order
     """

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-TAG = "@@VMLAB "
+from experiments import facts
+
+TAG = facts.TAG  # experiments/lib/vmlab_facts.h (VMLAB_TAG)
 
 
 @dataclass

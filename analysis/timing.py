@@ -8,41 +8,45 @@ kernel symbols that stall most, user vs kernel.
 """
 from __future__ import annotations
 
-COUNTERS = ("insns", "time_ps", "stall_ps", "loads", "stores", "atomics", "l1_hits", "l2_hits", "misses", "remote",
-            "c2c", "upgrades", "invals", "writebacks", "lock_xfers", "lock_ps", "io", "mem_ps")
+import timing
+from analysis.rows import insert
+from experiments import facts
+
+# the model's per-CPU counters, read from timing/model_int.h (COUNTER_FIELDS)
+COUNTERS = timing.COUNTERS
+# what timing_phases keeps of a phase's counters
+PHASE_COUNTERS = ("insns", "loads", "stores", "atomics", "misses", "remote", "stall_ps", "mem_ps", "lock_xfers",
+                  "lock_ps")
 
 
 def ingest(con, run_id: int, res: dict, address_map: str = "") -> None:
-    from timing import PHASES
-    con.execute("INSERT OR REPLACE INTO timing_run VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (run_id, res["mode"], res.get("cycle_ps"), res.get("l2_ps"), res.get("ctrl_ps"),
-                 res.get("half_hop_ps"), res.get("state_bytes"), res.get("windows"), res.get("unmapped"),
-                 address_map))
-    con.executemany(f"INSERT OR REPLACE INTO timing_cpu VALUES (?,?,?,{','.join('?' * len(COUNTERS))})",
-                    [(run_id, c["cpu"], c["node"], *(c.get(k, 0) for k in COUNTERS)) for c in res["cpus"]])
-    con.executemany("INSERT OR REPLACE INTO timing_kind VALUES (?,?,?,?,?,?,?)",
-                    [(run_id, k["kind"], k["insns"], k["accesses"], k["misses"], k["remote"], k["stall_ps"])
-                     for k in res.get("kinds", [])])
-    con.executemany("INSERT OR REPLACE INTO timing_matrix VALUES (?,?,?,?,?)",
-                    [(run_id, a, b, n, ps) for a, b, n, ps in res.get("matrix", [])])
+    """res: the results JSON (format timing.RESULTS_FORMAT), whose objects
+    name their fields as the tables name their columns."""
+    insert(con, "timing_run", {"run_id": run_id, "mode": res["mode"],
+                               **{k: res.get(k) for k in ("cycle_ps", "l2_ps", "ctrl_ps", "half_hop_ps",
+                                                          "state_bytes", "windows", "unmapped")},
+                               "address_map": address_map})
+    insert(con, "timing_cpu", [{"run_id": run_id, "cpu": c["cpu"], "node": c["node"],
+                                **{k: c.get(k, 0) for k in COUNTERS}} for c in res["cpus"]])
+    insert(con, "timing_kind", [{"run_id": run_id, **k} for k in res.get("kinds", [])])
+    insert(con, "timing_matrix", [{"run_id": run_id, **m} for m in res.get("matrix", [])])
     for h in res.get("hops", []):
-        con.execute("INSERT OR REPLACE INTO timing_hops VALUES (?,?,?,?,?,?,?)",
-                    (run_id, h["hops"], h["misses"], h["lat_ps"], h["c2c"], h["lock_xfers"], h["lock_ps"]))
-        con.executemany("INSERT OR REPLACE INTO timing_latency_hist VALUES (?,?,?,?)",
-                        [(run_id, h["hops"], b, n) for b, n in h.get("hist", [])])
+        insert(con, "timing_hops", {"run_id": run_id, **{k: h[k] for k in ("hops", "misses", "lat_ps", "c2c",
+                                                                          "lock_xfers", "lock_ps")}})
+        insert(con, "timing_latency_hist", [{"run_id": run_id, "hops": h["hops"], **b} for b in h.get("hist", [])])
     # System.map repeats some names (static functions of several files): one row per name
-    syms: dict[str, list[int]] = {}
-    for name, *vals in res.get("symbols", []):
-        acc = syms.setdefault(name, [0] * len(vals))
-        syms[name] = [a + b for a, b in zip(acc, vals)]
-    con.executemany("INSERT OR REPLACE INTO timing_symbols VALUES (?,?,?,?,?,?,?)",
-                    [(run_id, name, *vals) for name, vals in syms.items()])
-    con.executemany("INSERT OR REPLACE INTO timing_resources VALUES (?,?,?,?,?)",
-                    [(run_id, *r) for r in res.get("resources", [])])
-    con.executemany("INSERT OR REPLACE INTO timing_phases VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    [(run_id, p["cpu"], p["id"], PHASES.get(p["id"]), p["instance"], p["begin_ps"], p["end_ps"],
-                      p["insns"], p["loads"], p["stores"], p["atomics"], p["misses"], p["remote"], p["stall_ps"],
-                      p["mem_ps"], p["lock_xfers"], p["lock_ps"]) for p in res.get("phases", [])])
+    syms: dict[str, dict] = {}
+    for s in res.get("symbols", []):
+        acc = syms.setdefault(s["symbol"], {"run_id": run_id, "symbol": s["symbol"]})
+        for k, v in s.items():
+            if k != "symbol":
+                acc[k] = acc.get(k, 0) + v
+    insert(con, "timing_symbols", list(syms.values()))
+    insert(con, "timing_resources", [{"run_id": run_id, **r} for r in res.get("resources", [])])
+    insert(con, "timing_phases", [{"run_id": run_id, "cpu": p["cpu"], "phase_id": p["id"],
+                                   "phase": timing.PHASES.get(p["id"]), "instance": p["instance"],
+                                   "begin_ps": p["begin_ps"], "end_ps": p["end_ps"],
+                                   **{k: p[k] for k in PHASE_COUNTERS}} for p in res.get("phases", [])])
 
 
 def render(con, run_id: int, w) -> None:
@@ -93,12 +97,12 @@ def latprobe_rows(con, run_id: int):
     import json
     from pathlib import Path
 
-    import timing
     import topologies
     r = con.execute("SELECT topology, topology_toml FROM runs WHERE id = ?", (run_id,)).fetchone()
     topo = topologies.parse(r["topology_toml"], Path(f"{r['topology']}.toml"))
     phases = {(p["phase_id"], p["instance"], p["cpu"]): p for p in
               con.execute("SELECT * FROM timing_phases WHERE run_id = ?", (run_id,))}
+    chase_id, pingpong_id = facts.phase_id("latprobe.chase"), facts.phase_id("latprobe.pingpong")
     chase, pingpong = [], []
     for rec in con.execute("SELECT type, body FROM records WHERE run_id = ? AND type IN ('chase', 'pingpong') "
                            "ORDER BY lineno", (run_id,)):
@@ -106,7 +110,7 @@ def latprobe_rows(con, run_id: int):
         home, node = b["home"], b["node"]
         hops = topo.hops[home][node]
         if rec["type"] == "chase":
-            p = phases.get((2, node, b["cpu"]))
+            p = phases.get((chase_id, node, b["cpu"]))
             model = (p["end_ps"] - p["begin_ps"]) / 1000.0 / b["loads"] if p else None
             want = timing.memory_ns(topo, home, node)
             chase.append({"node": node, "hops": hops, "slit": b["distance"], "loads": b["loads"],
@@ -114,7 +118,7 @@ def latprobe_rows(con, run_id: int):
                           "guest_ns": b["guest_ms"] * 1e6 / b["loads"] if b.get("guest_ms") else None,
                           "error_pct": 100.0 * (model - want) / want if model else None})
         else:
-            mine, theirs = phases.get((3, node, b["cpu"])), phases.get((3, node, b["partner"]))
+            mine, theirs = phases.get((pingpong_id, node, b["cpu"])), phases.get((pingpong_id, node, b["partner"]))
             if not (mine and theirs):
                 pingpong.append({"node": node, "hops": hops, "partner": b["partner"], "model_ns": None})
                 continue

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-LIB = HERE / "lib"
+LIB = HERE / "lib"  # the guest library: vmlab.h, vmlab_facts.h and the .c files of libvmlab.a
 COMMON = HERE / "common.toml"
 TYPES = {"int": int, "float": float, "str": str}
 # A knob parameter set to this keeps the kernel's own default: /init leaves
@@ -28,6 +28,12 @@ KERNEL_DEFAULT = "kernel"
 
 class ExperimentError(ValueError):
     pass
+
+
+def lib_sources() -> list[Path]:
+    """The guest library's C files, which every guest program links (as
+    libvmlab.a, built per arch by scons-wrapper/SConstruct)."""
+    return sorted(LIB.glob("*.c"))
 
 
 # --- a small, safe expression language for sizes ----------------------------

@@ -25,6 +25,8 @@ GUEST_CC = {
     "x86_64": ("gcc", ""),
     "alpha": ("alpha-linux-gnu-gcc", " -Wl,--no-relax"),
 }
+# The archiver for the guest library (experiments/lib -> libvmlab.a) per arch.
+GUEST_AR = {"x86_64": "ar", "alpha": "alpha-linux-gnu-ar"}
 
 
 def shell_init(arch: str) -> bool:

@@ -8,9 +8,10 @@ import subprocess
 
 import pytest
 
+import experiments
 from images import initramfs
 
-REPO_LIB = initramfs.HERE.parent / "experiments" / "lib"
+REPO_LIB = experiments.LIB
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +20,8 @@ def init_bin(tmp_path_factory):
         pytest.skip("no host gcc")
     out = tmp_path_factory.mktemp("init") / "init"
     subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-sign-compare", "-Wno-unused-parameter",
-                    f"-I{REPO_LIB}", "-o", str(out), str(initramfs.INIT_C)], check=True)
+                    f"-I{REPO_LIB}", "-o", str(out), str(initramfs.INIT_C), *map(str, experiments.lib_sources())],
+                   check=True)
     return out
 
 

@@ -1,7 +1,7 @@
 """Fast tests of the seed reproducers' host and guest code: manifests, the
-lock_stat parser in vmlab.h (compiled here and fed synthetic input), the
-guest programs run natively on tiny sizes, and ingest + summary of
-synthetic consoles."""
+lock_stat parser of the guest library (compiled here and fed synthetic
+input), the guest programs run natively on tiny sizes, and ingest + summary
+of synthetic consoles."""
 import json
 import subprocess
 from pathlib import Path
@@ -21,7 +21,7 @@ REPROS = ("mlockchurn", "kvio", "forkstorm", "qsbench")
 def cc(tmp_path, src: Path, name: str) -> Path:
     out = tmp_path / name
     subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-Wno-sign-compare", "-Wno-unused-parameter", "-Werror",
-                    f"-I{LIB}", "-o", str(out), str(src)], check=True)
+                    f"-I{LIB}", "-o", str(out), str(src), *map(str, E.lib_sources())], check=True)
     return out
 
 
@@ -83,7 +83,7 @@ def test_data_disk_is_the_virtio_blk_after_swap(tmp_path):
     assert not any("drive=data" in a for a in qemu.command_line(t, Path("k"), Path("i"), binary=Path("q")))
 
 
-# --- lock_stat parser (vmlab.h), synthetic /proc/lock_stat -------------------------
+# --- lock_stat parser (experiments/lib/lockstat.c), synthetic /proc/lock_stat ------------
 LOCK_STAT = """lock_stat version 0.4
 -----------------------------------------------------------------------------------------------------
                               class name    con-bounces    contentions   waittime-min   waittime-max waittime-total   waittime-avg    acq-bounces   acquisitions   holdtime-min   holdtime-max holdtime-total   holdtime-avg

@@ -180,7 +180,9 @@ def test_kernel_symbols_attribute_misses(lib, tmp_path):
             m.lib.vm_symbol(m.m, 0xFFFFFFFF81000200)
         sym = m.lib.vm_symbol(m.m, 0xFFFFFFFF81000210)
         m.lib.vm_access(m.m, 0, node_addr(t, 5), 4, sym)
-        assert [s[0] for s in m.results()["symbols"]] == ["beta_fn"]
+        syms = m.results()["symbols"]
+        assert syms == [{"symbol": "beta_fn", "accesses": 1, "misses": 1, "remote": 1,
+                         "stall_ps": syms[0]["stall_ps"], "lock_xfers": 0}] and syms[0]["stall_ps"] > 0
     finally:
         m.close()
 
@@ -215,3 +217,55 @@ def test_coherence_invariants_hold_under_random_traffic(tmp_path, name):
     cfg.write_text("\n".join(lines) + "\n")
     r = subprocess.run([str(exe), str(cfg)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
+
+
+# --- the results JSON, named fields, stored by analysis/timing.py --------------------
+def test_results_name_their_fields_and_land_in_the_tables_unchanged(lib, tmp_path):
+    """Format 2: every object names its fields as the timing_* tables name
+    their columns, and ingest stores them as they are."""
+    from analysis import db, timing as timing_db
+    t = topologies.load("gs1280-8")
+    m = Model(lib, tmp_path, t)
+    try:
+        lib.vm_phase(m.m, 0, 1, 2, 5)
+        m.access(0, node_addr(t, 6, 4096))      # a 3-hop miss
+        m.access(0, node_addr(t, 0, 8192), A)
+        m.access(6, node_addr(t, 0, 8192), A)   # a lock transfer
+        lib.vm_phase(m.m, 0, 2, 2, 5)
+        res = m.results()
+    finally:
+        m.close()
+    assert res["format"] == T.RESULTS_FORMAT == 2
+    assert {tuple(x) for x in res["matrix"]} == {("cpu_node", "home_node", "misses", "lat_ps")}
+    assert {(x["cpu_node"], x["home_node"], x["misses"]) for x in res["matrix"]} == \
+        {(0, 6, 1), (0, 0, 1), (6, 0, 1)}
+    hist = {h["hops"]: h["hist"] for h in res["hops"]}
+    assert {tuple(b) for bins in hist.values() for b in bins} == {("bin_ns", "count")}
+    assert hist[3][0] == {"bin_ns": int(t.latency_ns(0, 6)) // 8 * 8, "count": 1}
+    mem = [r for r in res["resources"] if r["kind"] == "mem"]
+    assert [(r["src"], r["dst"]) for r in mem] == [(n, n) for n in range(t.nodes)]
+    assert {tuple(r) for r in res["resources"]} == {("kind", "src", "dst", "busy_ps")}
+    assert [s["symbol"] for s in res["symbols"]] == ["[user]"]
+    assert (res["symbols"][0]["accesses"], res["symbols"][0]["lock_xfers"]) == (3, 2)  # the first take counts too
+
+    con = db.connect(":memory:")
+    con.execute("INSERT INTO runs (id, status, started_at, host, topology, topology_sha256, topology_toml, "
+                "topology_shape, nodes, cpus, memory_mib_per_node, scale, native_isa, guest_isa, experiment, "
+                "params_json, kernel_arch, patch_set, kernel_flavor, engine, engine_version, qemu_mode, timing_mode, "
+                "seed, command_line, limitations) VALUES (1, 'ok', 'x', 'h', 't', 's', '', '', 8, 8, 64, 1, 'a', "
+                "'x86_64', 'latprobe', '{}', 'x86_64', 'vanilla', 'default', 'qemu', '10', 'icount', 'detailed', 0, "
+                "'', '')")
+    timing_db.ingest(con, 1, res, "map")
+    rows = lambda sql: [tuple(r) for r in con.execute(sql)]  # noqa: E731
+    assert rows("SELECT cpu_node, home_node, misses, lat_ps FROM timing_matrix ORDER BY home_node, cpu_node") == \
+        [tuple(x.values()) for x in sorted(res["matrix"], key=lambda x: (x["home_node"], x["cpu_node"]))]
+    assert rows("SELECT bin_ns, count FROM timing_latency_hist WHERE hops = 3 ORDER BY bin_ns") == \
+        [(b["bin_ns"], b["count"]) for b in hist[3]]
+    assert len(rows("SELECT * FROM timing_resources")) == len(res["resources"])
+    assert rows("SELECT symbol, accesses, misses, remote, stall_ps, lock_xfers FROM timing_symbols") == \
+        [tuple(res["symbols"][0].values())]
+    ph = con.execute("SELECT * FROM timing_phases").fetchone()
+    assert (ph["cpu"], ph["phase_id"], ph["phase"], ph["instance"], ph["misses"]) == (0, 2, "latprobe.chase", 5, 2)
+    assert rows("SELECT mode, cycle_ps, address_map FROM timing_run") == [("detailed", res["cycle_ps"], "map")]
+    cpu0 = con.execute("SELECT * FROM timing_cpu WHERE cpu = 0").fetchone()
+    assert {k: cpu0[k] for k in T.COUNTERS} == {k: res["cpus"][0][k] for k in T.COUNTERS}

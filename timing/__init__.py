@@ -15,18 +15,25 @@ import re
 from pathlib import Path
 
 import topologies
+from experiments import facts
 
 HERE = Path(__file__).resolve().parent
+MODEL_INT = HERE / "model_int.h"
 # the plugin's sources; the build compiles the .c files, and the headers are
-# here so that a change to them rebuilds it
-SOURCES = [HERE / n for n in ("model.h", "model_int.h", "model_config.c", "model_state.c", "model_symbols.c",
-                              "model_access.c", "model_report.c", "plugin.c")]
+# here so that a change to them rebuilds it (plugin.c includes the facts it
+# shares with the guest and the host from experiments/lib: INCLUDE)
+SOURCES = [*(HERE / n for n in ("model.h", "model_int.h", "model_config.c", "model_state.c", "model_symbols.c",
+                                "model_access.c", "model_report.c", "plugin.c")), facts.HEADER]
+INCLUDE = facts.HEADER.parent
 MODES = ("off", "fast", "detailed")
-MAX_CPUS = 62          # model_int.h: a directory entry holds 62 sharer bits
-GRANULE = 2 << 20      # model_int.h (GRAN_SHIFT): the address map's granule
+# Read from model_int.h, where the model defines them:
+MAX_CPUS = facts.integer(MODEL_INT, "MAX_CPUS")             # a directory entry holds 62 sharer bits
+GRANULE = 1 << facts.integer(MODEL_INT, "GRAN_SHIFT")      # the address map's granule
+COUNTERS = tuple(c for (c,) in facts.xmacro(MODEL_INT, "COUNTER_FIELDS", 1))  # per CPU and phase, in JSON order
+RESULTS_FORMAT = facts.integer(MODEL_INT, "RESULTS_FORMAT")  # the results JSON's "format"
 KERNEL_BASE = {"x86_64": 0xFFFF800000000000, "alpha": 0xFFFFFC0000000000}
-# phase ids the guest uses (experiments/lib/vmlab.h)
-PHASES = {1: "memeater.chunk", 2: "latprobe.chase", 3: "latprobe.pingpong"}
+# phase id -> name (experiments/lib/vmlab_facts.h, VMLAB_PHASES)
+PHASES = facts.PHASES
 
 
 class TimingError(RuntimeError):
@@ -188,6 +195,11 @@ def plugin_path(cache: Path, engine_key: str) -> Path:
 # --- results ----------------------------------------------------------------------------
 def load_results(path: Path) -> dict:
     try:
-        return json.loads(Path(path).read_text())
+        res = json.loads(Path(path).read_text())
     except (OSError, ValueError) as e:
         raise TimingError(f"{path}: cannot read the timing results: {e}") from None
+    if not isinstance(res, dict) or res.get("format") != RESULTS_FORMAT:
+        got = res.get("format") if isinstance(res, dict) else type(res).__name__
+        raise TimingError(f"{path}: field 'format': expected {RESULTS_FORMAT} (model_int.h RESULTS_FORMAT), "
+                          f"got {got!r}")
+    return res

@@ -27,6 +27,10 @@
 #define GRAN_SHIFT 21         /* address map granule: 2 MiB */
 #define WINDOW_MISSES 4096    /* queueing utilisation window, in L2 misses */
 #define DIR_EXCL (1ull << 63)
+/* The results JSON's "format": 2 names every field (1 had positional arrays).
+ * timing/__init__.py reads this, MAX_CPUS, GRAN_SHIFT and COUNTER_FIELDS
+ * from here (experiments/facts.py): keep them plain #defines. */
+#define RESULTS_FORMAT 2
 
 enum { S_INV = 0, S_S = 1, S_E = 2, S_M = 3 };
 
@@ -36,8 +40,9 @@ typedef struct {
 } cache_t;
 
 /* Per-CPU counters, in the order the results JSON lists them. One list, so
- * the struct and its JSON cannot drift apart; diff() in model_report.c
- * relies on every field being a uint64_t. */
+ * the struct, its JSON and the host's copy (timing.COUNTERS, read from here;
+ * a test checks the timing_cpu table's columns against it) cannot drift
+ * apart; diff() in model_report.c relies on every field being a uint64_t. */
 #define COUNTER_FIELDS(X) X(insns) X(time_ps) X(stall_ps) X(loads) X(stores) X(atomics) X(l1_hits) \
     X(l2_hits) X(misses) X(remote) X(c2c) X(upgrades) X(invals) X(writebacks) X(lock_xfers) X(lock_ps) X(io) X(mem_ps)
 

@@ -1,5 +1,7 @@
 /* vmlab timing model: guest phases, and the results JSON written at exit
  * (read back by timing/__init__.py load_results, stored by analysis/timing.py).
+ * Every record in it is an object whose keys are the columns of its
+ * timing_* table (analysis/db.py), so the host stores it by name.
  */
 #include "model_int.h"
 
@@ -101,8 +103,8 @@ static void write_matrix(FILE *f, const model_t *m) {
     for (int a = 0; a < m->nnodes; a++)
         for (int b = 0; b < m->nnodes; b++)
             if (m->matrix_n[a][b]) {
-                fprintf(f, "%s[%d,%d,%" PRIu64 ",%" PRIu64 "]", first ? "" : ",", a, b, m->matrix_n[a][b],
-                        m->matrix_ps[a][b]);
+                fprintf(f, "%s{\"cpu_node\":%d,\"home_node\":%d,\"misses\":%" PRIu64 ",\"lat_ps\":%" PRIu64 "}",
+                        first ? "" : ",", a, b, m->matrix_n[a][b], m->matrix_ps[a][b]);
                 first = 0;
             }
     fputc(']', f);
@@ -120,7 +122,7 @@ static void write_hops(FILE *f, const model_t *m) {
         int f2 = 1;
         for (int b = 0; b < HIST_BINS; b++)
             if (m->hist[h][b]) {
-                fprintf(f, "%s[%d,%" PRIu64 "]", f2 ? "" : ",", b * HIST_NS, m->hist[h][b]);
+                fprintf(f, "%s{\"bin_ns\":%d,\"count\":%" PRIu64 "}", f2 ? "" : ",", b * HIST_NS, m->hist[h][b]);
                 f2 = 0;
             }
         fprintf(f, "]}");
@@ -129,15 +131,15 @@ static void write_hops(FILE *f, const model_t *m) {
     fputc(']', f);
 }
 
-/* Busy time of each memory controller, then of each directed link. */
+/* Busy time of each memory controller (src = dst = its node), then of each
+ * directed link. */
 static void write_resources(FILE *f, const model_t *m) {
     fprintf(f, "\"resources\":[");
     for (int r = 0; r < m->nnodes + m->nlinks; r++) {
-        if (r < m->nnodes)
-            fprintf(f, "%s[\"mem\",%d,%d,%" PRIu64 "]", r ? "," : "", r, r, m->busy_total_ps[r] + m->busy_ps[r]);
-        else
-            fprintf(f, ",[\"link\",%d,%d,%" PRIu64 "]", m->link_src[r - m->nnodes], m->link_dst[r - m->nnodes],
-                    m->busy_total_ps[r] + m->busy_ps[r]);
+        int mem = r < m->nnodes;
+        fprintf(f, "%s{\"kind\":\"%s\",\"src\":%d,\"dst\":%d,\"busy_ps\":%" PRIu64 "}", r ? "," : "",
+                mem ? "mem" : "link", mem ? r : m->link_src[r - m->nnodes], mem ? r : m->link_dst[r - m->nnodes],
+                m->busy_total_ps[r] + m->busy_ps[r]);
     }
     fputc(']', f);
 }
@@ -152,10 +154,11 @@ static void write_symbols(FILE *f, const model_t *m) {
     for (uint32_t k = 0; k < m->nsym; k++) {
         symstat_t *s = &m->sym[ord[k].i];
         if (!s->accesses || (k >= 300 && !s->lock_xfers)) continue;
-        fprintf(f, "%s\n[", first ? "" : ",");
+        fprintf(f, "%s\n{\"symbol\":", first ? "" : ",");
         json_str(f, m->sym_name[ord[k].i]);
-        fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]", s->accesses, s->misses, s->remote,
-                s->stall_ps, s->lock_xfers);
+        fprintf(f, ",\"accesses\":%" PRIu64 ",\"misses\":%" PRIu64 ",\"remote\":%" PRIu64 ",\"stall_ps\":%" PRIu64
+                   ",\"lock_xfers\":%" PRIu64 "}",
+                s->accesses, s->misses, s->remote, s->stall_ps, s->lock_xfers);
         first = 0;
     }
     free(ord);
@@ -185,10 +188,10 @@ int vm_write_results(model_t *m, const char *path) {
     snprintf(tmp, sizeof tmp, "%s.partial", out);
     FILE *f = fopen(tmp, "w");
     if (!f) return -1;
-    fprintf(f, "{\"format\":1,\"mode\":\"%s\",\"cycle_ps\":%" PRIu64 ",\"l2_ps\":%" PRIu64 ",\"ctrl_ps\":%" PRIu64
+    fprintf(f, "{\"format\":%d,\"mode\":\"%s\",\"cycle_ps\":%" PRIu64 ",\"l2_ps\":%" PRIu64 ",\"ctrl_ps\":%" PRIu64
                ",\"half_hop_ps\":%" PRIu64 ",\"state_bytes\":%zu,\"windows\":%" PRIu64 ",\"unmapped\":%" PRIu64 ",\n",
-            m->detailed ? "detailed" : "fast", m->cycle_ps, m->l2_ps, m->ctrl_ps, m->half_hop_ps, vm_state_bytes(m),
-            m->windows, m->unmapped);
+            RESULTS_FORMAT, m->detailed ? "detailed" : "fast", m->cycle_ps, m->l2_ps, m->ctrl_ps, m->half_hop_ps,
+            vm_state_bytes(m), m->windows, m->unmapped);
     write_cpus(f, m);
     fprintf(f, ",\n");
     write_kinds(f, m);

@@ -42,12 +42,9 @@
 #include <qemu-plugin.h>
 
 #include "model.h"
+#include "vmlab_facts.h"  /* experiments/lib: VMLAB_PHASE_MAGIC, shared with the guest */
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
-
-/* x86 phase marker: `xchg %bx,%bx` (66 87 db, a no-op) with
- * rax = 'VML' << 8 | op, rdi = phase id, rsi = instance. */
-#define MAGIC_TAG 0x564d4cull
 
 typedef struct {
     uint32_t n, kind, bb;
@@ -174,11 +171,13 @@ static uint64_t read_reg(struct qemu_plugin_register *r) {
     return v;
 }
 
+/* x86 phase marker: `xchg %bx,%bx` (66 87 db, a no-op) with
+ * rax = VMLAB_PHASE_MAGIC ('VML') << 8 | op, rdi = phase id, rsi = instance. */
 static void magic(unsigned int vcpu, void *ud) {
     (void)ud;
     if (!r_rax) return;
     uint64_t rax = read_reg(r_rax);
-    if ((rax >> 8) != MAGIC_TAG) return;
+    if ((rax >> 8) != VMLAB_PHASE_MAGIC) return;
     vm_phase(M, (int)vcpu, (int)(rax & 0xff), read_reg(r_rdi), read_reg(r_rsi));
 }
 
