@@ -188,8 +188,13 @@ def c2c_ns(topo, req: int, home: int, owner: int) -> float:
 # --- the plugin build -----------------------------------------------------------------
 def plugin_path(cache: Path, engine_key: str) -> Path:
     """The plugin is built against our QEMU's plugin header (its series adds
-    the stall API), so it is cached per engine build."""
-    return cache / "timing" / engine_key[:16] / "libvmlab_timing.so"
+    the stall API), so it is cached per engine build and per content of its
+    sources: two checkouts sharing a cache never load each other's plugin."""
+    import hashlib
+    h = hashlib.sha256()
+    for src in SOURCES:
+        h.update(src.name.encode() + b"\0" + src.read_bytes())
+    return cache / "timing" / f"{engine_key[:16]}-{h.hexdigest()[:12]}" / "libvmlab_timing.so"
 
 
 # --- results ----------------------------------------------------------------------------
