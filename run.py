@@ -55,13 +55,18 @@ def run_parser() -> argparse.ArgumentParser:
 def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--topology", "-t", default="gs1280-32",
                    help="machine: a name from topologies/ (see `list`) or a path to a TOML file (default gs1280-32)")
-    p.add_argument("--exp", "-e", default="memeater", help="experiment from experiments/ (default memeater)")
+    import experiments
+    from images import kernel
+    p.add_argument("--exp", "-e", default="memeater",
+                   help=f"experiment: a folder of experiments/, one of {', '.join(experiments.available())} "
+                        "(default memeater)")
     p.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE",
                    help="override an experiment parameter; repeat, or separate with commas (see `list`)")
     p.add_argument("--kernel", default="vanilla",
-                   help="patch set from images/patches/ (default vanilla, the empty set); several, comma-separated "
-                        "(e.g. vanilla,zone-reclaim-auto), run the experiment once per kernel and print a comparison")
-    p.add_argument("--flavor", default="default", choices=["default", "lockstat"],
+                   help=f"patch set from images/patches/: {', '.join(kernel.patchsets())} (default vanilla, the "
+                        "empty set); several, comma-separated (e.g. vanilla,zone-reclaim-auto), run the experiment "
+                        "once per kernel and print a comparison")
+    p.add_argument("--flavor", default="default", choices=list(kernel.FLAVORS),
                    help="kernel config flavor: lockstat adds LOCK_STAT (slower; never mix flavors in a comparison)")
     p.add_argument("--qemu-mode", default="icount", choices=["icount", "mttcg"],
                    help="icount: deterministic per-vCPU guest clocks (each vCPU's instructions at the topology's "
@@ -175,6 +180,8 @@ def cmd_run(args) -> int:
 def run_one(args, con, dbpath, topo, exp, plan, variant, built, userland, quiet=False) -> tuple[int, str]:
     """Boot one kernel, run the experiment, store the run; (run id, status)."""
     from analysis import db, records, summary
+    from analysis.rows import insert
+    from analysis.runrow import RunEnd, RunStart
     from configs import qemu, qemu_build
     from images import initramfs, kernel
     import timing
@@ -227,30 +234,30 @@ def run_one(args, con, dbpath, topo, exp, plan, variant, built, userland, quiet=
     console, qlog = rdir / "console.log", rdir / "qemu.log"
     boot_to = args.boot_timeout or qemu.boot_timeout_s(topo, args.qemu_mode, args.timing)
     run_to = args.timeout or plan.timeout_s * qemu.TIMING_SLOWDOWN[args.timing]  # manifests time the model off
-    row = {
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": host, "vmlab_version": vmlab_version(),
-        "topology": topo.name, "topology_sha256": topo.sha256, "topology_toml": topo.text,
-        "topology_shape": topo.shape(), "nodes": topo.nodes, "cpus": topo.cpus,
-        "memory_mib_per_node": topo.memory_mib, "scale": topo.scale, "native_isa": topo.native_isa,
-        "guest_isa": topo.guest_isa, "experiment": exp.name,
-        "params_json": summary.dumps({**plan.all_values, "command": plan.command}),
-        "kernel_arch": variant.arch, "kernel_release": kmeta["release"], "kernel_source": kmeta["source_package"],
-        "patch_set": variant.patchset, "kernel_flavor": variant.flavor,
-        "kernel_config_sha256": kmeta["config_sha256"], "kernel_sha256": kmeta["kernel_sha256"],
-        "initramfs_sha256": hashlib.sha256(userland).hexdigest(), "engine": "qemu-tcg", "engine_version": qver,
-        "qemu_mode": args.qemu_mode, "timing_mode": args.timing, "seed": args.seed,
-        "clock_model": qemu.clock_model(topo, args.qemu_mode, args.quantum_ns, stalls, vcpu_clocks=ours),
-        "quantum_ns": args.quantum_ns if args.qemu_mode == "icount" and ours else None,
-        "disk_model": args.disk_model.label() if args.disk_model and (swap_img or data_img) else None,
-        "timing_plugin": (f"vmlab_timing sha256 {initramfs.sha256(built.plugin)[:12]}, built against "
-                          f"{qver}" if built.plugin else None),
-        "command_line": " ".join(sh_quote(c) for c in cmd), "log_path": str(console),
-        "limitations": summary.limitations(topo, args.qemu_mode, args.timing, swap_dev, data_dev, stalls,
-                                           disk_modeled=args.disk_model is not None),
-    }
+    row = RunStart(
+        started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"), host=host, vmlab_version=vmlab_version(),
+        topology=topo.name, topology_sha256=topo.sha256, topology_toml=topo.text,
+        topology_shape=topo.shape(), nodes=topo.nodes, cpus=topo.cpus,
+        memory_mib_per_node=topo.memory_mib, scale=topo.scale, native_isa=topo.native_isa,
+        guest_isa=topo.guest_isa, experiment=exp.name,
+        params_json=summary.dumps({**plan.all_values, "command": plan.command}),
+        kernel_arch=variant.arch, kernel_release=kmeta["release"], kernel_source=kmeta["source_package"],
+        patch_set=variant.patchset, kernel_flavor=variant.flavor,
+        kernel_config_sha256=kmeta["config_sha256"], kernel_sha256=kmeta["kernel_sha256"],
+        initramfs_sha256=hashlib.sha256(userland).hexdigest(), engine="qemu-tcg", engine_version=qver,
+        qemu_mode=args.qemu_mode, timing_mode=args.timing, seed=args.seed,
+        clock_model=qemu.clock_model(topo, args.qemu_mode, args.quantum_ns, stalls, vcpu_clocks=ours),
+        quantum_ns=args.quantum_ns if args.qemu_mode == "icount" and ours else None,
+        disk_model=args.disk_model.label() if args.disk_model and (swap_img or data_img) else None,
+        timing_plugin=(f"vmlab_timing sha256 {initramfs.sha256(built.plugin)[:12]}, built against "
+                       f"{qver}" if built.plugin else None),
+        command_line=" ".join(sh_quote(c) for c in cmd), log_path=str(console),
+        limitations=summary.limitations(topo, args.qemu_mode, args.timing, swap_dev, data_dev, stalls,
+                                        disk_modeled=args.disk_model is not None),
+    )
     run_id = db.start_run(con, row)
     print(f"run {run_id}: {topo.name} ({topo.shape()}, {topo.cpus} CPUs, {topo.memory_mib} MiB/node), "
-          f"kernel {variant.patchset}, {exp.name} {plan.command!r}, {qver}, {row['clock_model']}; "
+          f"kernel {variant.patchset}, {exp.name} {plan.command!r}, {qver}, {row.clock_model}; "
           f"console {console}",
           flush=True)
 
@@ -265,19 +272,19 @@ def run_one(args, con, dbpath, topo, exp, plan, variant, built, userland, quiet=
             if img is not None:
                 img.unlink(missing_ok=True)
         status = outcome.status if outcome else "aborted"
-        fields = {
-            "status": status, "reason": outcome.reason if outcome else "interrupted (Ctrl-C)",
-            "ended_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "wall_s": round(outcome.wall_s, 1) if outcome else None,
-            "boot_wall_s": round(outcome.boot_wall_s, 1) if outcome and outcome.boot_wall_s else None,
-            "log_sha256": initramfs.sha256(console) if console.exists() else None,
+        fields = RunEnd(
+            status=status, reason=outcome.reason if outcome else "interrupted (Ctrl-C)",
+            ended_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            wall_s=round(outcome.wall_s, 1) if outcome else None,
+            boot_wall_s=round(outcome.boot_wall_s, 1) if outcome and outcome.boot_wall_s else None,
+            log_sha256=initramfs.sha256(console) if console.exists() else None,
             # the largest child's peak RSS: QEMU (the build's children are far smaller)
-            "qemu_maxrss_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
-        }
+            qemu_maxrss_kib=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
+        )
         parsed = outcome.parsed if outcome else records.parse_bytes(console.read_bytes() if console.exists() else b"")
         clocks = qemu.vcpu_clocks(qlog)
-        extras = [lambda c: c.executemany("INSERT INTO vcpu_clocks VALUES (?, ?, ?, ?, ?)",
-                                          [(run_id, *row) for row in clocks])]
+        extras = [lambda c: insert(c, "vcpu_clocks", [{"run_id": run_id, "cpu": cpu, "insns": n, "stall_ps": st,
+                                                       "clock_ps": ps} for cpu, n, st, ps in clocks])]
         if timing_out is not None and timing_out.exists():
             from analysis import timing as timing_db
             res = timing.load_results(timing_out)
@@ -298,7 +305,7 @@ def run_one(args, con, dbpath, topo, exp, plan, variant, built, userland, quiet=
     for err in parsed.errors[:5]:
         print(f"warning: {console}: {err}", file=sys.stderr)
     if quiet:
-        print(f"run {run_id}: {status}" + (f" ({fields['reason']})" if fields["reason"] else ""), flush=True)
+        print(f"run {run_id}: {status}" + (f" ({fields.reason})" if fields.reason else ""), flush=True)
     else:
         print(summary.render(con, run_id))
     return run_id, status
@@ -368,15 +375,11 @@ def cmd_show(argv) -> int:
 def cmd_query(argv) -> int:
     import sqlite3
     from analysis import db, summary
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--db", default="results.db")
+    where = pre.parse_known_args(argv)[0].db
     p = argparse.ArgumentParser(prog="./run.py query", description=(
-        "Run read-only SQL on the results database. Tables: runs, records, chunk_times, node_free, node_mem, "
-        "node_stat (numastat and per-node reclaim counters), vmstat, kswapd, metrics, guest_nodes, guest_distances; "
-        "reproducers: repro_sanity, repro_kswapd_samples, repro_lockstat, mlockchurn_chunks, kvio_levels, "
-        "forkstorm_ticks, forkstorm_workers, qsbench_procs; "
-        "timing model: timing_run, timing_cpu, timing_kind, timing_matrix, timing_hops, timing_latency_hist, "
-        "timing_symbols, timing_resources, timing_phases; comparisons: compare_sets, compare_runs; "
-        "views: v_runs, v_chunk_cycle, v_vmstat_delta, v_node_mem_delta, v_node_stat_delta, v_timing_chunks, "
-        "v_compare."))
+        "Run read-only SQL on the results database. " + _schema_help(where)))
     p.add_argument("sql", nargs="?", default="SELECT * FROM v_runs ORDER BY id DESC LIMIT 20")
     p.add_argument("--csv", action="store_true", help="print CSV instead of a table")
     p.add_argument("--db", default="results.db")
@@ -388,6 +391,21 @@ def cmd_query(argv) -> int:
         fail(f"{a.db}: {e}")
     print(summary.csv_text(cols, rows) if a.csv else summary.table(cols, rows), end="")
     return 0
+
+
+def _schema_help(path: str) -> str:
+    """The tables and views, read from the database (or, before the first
+    run, from the schema this vmlab would create)."""
+    import sqlite3
+    from analysis import db
+    try:
+        con = db.connect(path, readonly=True) if Path(path).exists() else db.connect(":memory:")
+        kinds = db.tables(con)
+    except (db.SchemaError, sqlite3.Error) as e:
+        return f"({path}: {e})"
+    names = lambda t: ", ".join(n for k, n in kinds if k == t)
+    return (f"Tables in {path if Path(path).exists() else 'a new database'}: {names('table')}. "
+            f"Views: {names('view')}. Columns: ./run.py query \"PRAGMA table_info(NAME)\".")
 
 
 def cmd_compare(argv) -> int:

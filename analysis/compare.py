@@ -5,8 +5,8 @@ and each value's difference in % against the first kernel. Figures are
 generic, so every reproducer's own `metrics` rows take part without code
 here: its numeric metrics, the numeric settings the guest reported
 (guest.*), the /proc/vmstat counters that describe reclaim, swap and NUMA
-placement (after - before), kswapd CPU time, and, where the run has them,
-memeater's chunk times.
+placement (after - before), kswapd CPU time, and each experiment's own
+comparison figures (compare_figures in experiments/<name>/results.py).
 """
 from __future__ import annotations
 
@@ -14,12 +14,16 @@ import re
 import sqlite3
 import time
 
-# /proc/vmstat counters worth a row (delta after - before); prefixes end in _
-VMSTAT = ("pswpin", "pswpout", "pgmajfault", "pgfault", "pgscan_", "pgsteal_", "allocstall_", "pgrefill",
-          "pgactivate", "pgdeactivate", "pageoutrun", "kswapd_", "zone_reclaim_failed", "numa_hit", "numa_miss",
-          "numa_foreign", "numa_local", "numa_other", "numa_pages_migrated", "pgmigrate_success",
-          "compact_stall", "workingset_refault_anon", "workingset_refault_file", "thp_fault_alloc",
-          "thp_split_page", "thp_swpout")
+import experiments
+from experiments import facts
+
+# /proc/vmstat counters worth a row (delta after - before): the reclaim
+# counters every reproducer reports (vmlab_facts.h), then wider families
+# (prefixes end in _) and the placement counters.
+VMSTAT = (*facts.RECLAIM_COUNTERS, "pgscan_", "pgsteal_", "allocstall_", "pgrefill", "pgactivate", "pgdeactivate",
+          "pageoutrun", "kswapd_", "zone_reclaim_failed", "numa_hit", "numa_miss", "numa_foreign", "numa_local",
+          "numa_other", "numa_pages_migrated", "pgmigrate_success", "compact_stall", "workingset_refault_anon",
+          "workingset_refault_file", "thp_fault_alloc", "thp_split_page", "thp_swpout")
 # Runs must agree on these, or the comparison compares more than kernels.
 SAME = ("topology_sha256", "experiment", "params_json", "seed", "kernel_flavor", "kernel_config_sha256",
         "qemu_mode", "timing_mode", "guest_isa")
@@ -59,15 +63,10 @@ def figures(con: sqlite3.Connection, run_id: int) -> dict[str, tuple[float, str]
                     (run_id,)).fetchone()[0]
     if k is not None:
         out["kswapd.cpu_s"] = (float(k), "s")
-    c = con.execute("SELECT COUNT(*), SUM(wall_ms), MAX(wall_ms), SUM(majflt), MAX(swap_used_kib) "
-                    "FROM chunk_times WHERE run_id = ?", (run_id,)).fetchone()
-    if c[0]:
-        out["chunks.total_ms"] = (float(c[1]), "ms")
-        out["chunks.max_ms"] = (float(c[2]), "ms")
-        if c[3] is not None:
-            out["chunks.majflt"] = (float(c[3]), "")
-        if c[4] is not None:
-            out["chunks.swap_peak_kib"] = (float(c[4]), "KiB")
+    exp = con.execute("SELECT experiment FROM runs WHERE id = ?", (run_id,)).fetchone()
+    res = experiments.results_module(exp[0]) if exp and exp[0] in experiments.available() else None
+    if hasattr(res, "compare_figures"):
+        out.update(res.compare_figures(con, run_id))
     return out
 
 

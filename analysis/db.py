@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import sqlite3
 from pathlib import Path
 
-from analysis import reproducers
-from experiments import facts
+import experiments
+from analysis import ingest as core_ingest
+from analysis.runrow import RunEnd, RunStart
 
-# Each entry moves the schema one version up; never edit a released entry.
+# Each entry moves the core schema one version up; never edit a released
+# entry. (Entries 1, 2, 3 and 5 once also created experiments' tables and
+# views: chunk_times, v_chunk_cycle, v_timing_chunks, mlockchurn_chunks,
+# kvio_levels, forkstorm_*, qsbench_procs. Those now live in each
+# experiment's results.py SCHEMA with the same DDL and IF NOT EXISTS, so
+# databases made before and after the move end up the same.)
 MIGRATIONS = [
     # 1: runs and what hangs off them
     """
@@ -89,21 +94,6 @@ MIGRATIONS = [
         hops INTEGER NOT NULL,
         PRIMARY KEY (run_id, src, dst)
     );
-    CREATE TABLE chunk_times (
-        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        cycle INTEGER NOT NULL,
-        chunk INTEGER NOT NULL,
-        wall_ms REAL NOT NULL,
-        cpu_ms REAL,
-        t_ms REAL,
-        minflt INTEGER,
-        majflt INTEGER,
-        absent_pages INTEGER,
-        sampled_pages INTEGER,
-        main_node INTEGER,
-        swap_used_kib INTEGER,
-        PRIMARY KEY (run_id, cycle, chunk)
-    );
     CREATE TABLE node_free (
         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
         seq INTEGER NOT NULL,
@@ -166,17 +156,13 @@ MIGRATIONS = [
         SELECT a.run_id, a.node, a.counter, a.value - b.value AS delta
         FROM node_stat a JOIN node_stat b ON a.run_id = b.run_id AND a.node = b.node AND a.counter = b.counter
         WHERE a.phase = 'after' AND b.phase = 'before';
-    CREATE VIEW v_chunk_cycle AS
-        SELECT run_id, cycle, COUNT(*) AS chunks, MIN(wall_ms) AS min_ms, AVG(wall_ms) AS avg_ms,
-               MAX(wall_ms) AS max_ms, SUM(wall_ms) AS total_ms, SUM(majflt) AS majflt
-        FROM chunk_times GROUP BY run_id, cycle;
     CREATE VIEW v_runs AS
         SELECT id, status, topology, topology_shape, nodes, experiment, patch_set, kernel_flavor,
                kernel_release, qemu_mode, timing_mode, scale, started_at, wall_s, reason
         FROM runs;
     """,
     # 3: the timing model's results (timing/; analysis/timing.py ingests them)
-    f"""
+    """
     ALTER TABLE runs ADD COLUMN timing_plugin TEXT;
     ALTER TABLE runs ADD COLUMN qemu_maxrss_kib INTEGER;
     CREATE TABLE timing_run (
@@ -230,15 +216,6 @@ MIGRATIONS = [
         misses INTEGER, remote INTEGER, stall_ps INTEGER, mem_ps INTEGER, lock_xfers INTEGER, lock_ps INTEGER,
         PRIMARY KEY (run_id, cpu, phase_id, instance)
     );
-    -- memeater's chunks: the guest's own clock beside the model's time
-    -- (the guest marks instance = cycle << 32 | chunk)
-    CREATE VIEW v_timing_chunks AS
-        SELECT p.run_id, p.instance >> 32 AS cycle, p.instance & 4294967295 AS chunk, p.cpu,
-               c.wall_ms AS guest_ms, (p.end_ps - p.begin_ps) / 1e9 AS modeled_ms, p.insns, p.misses,
-               p.remote, p.stall_ps / 1e9 AS stall_ms
-        FROM timing_phases p LEFT JOIN chunk_times c
-          ON c.run_id = p.run_id AND c.cycle = p.instance >> 32 AND c.chunk = p.instance & 4294967295
-        WHERE p.phase_id = {facts.phase_id("memeater.chunk")};
     """,
     # 4: kernel comparisons (`./run.py --kernel a,b`): which runs form one, in order
     """
@@ -258,8 +235,8 @@ MIGRATIONS = [
                r.status, r.wall_s
         FROM compare_runs c JOIN runs r ON r.id = c.run_id;
     """,
-    # 5: the seed reproducers (analysis/reproducers.py): sanity verdicts,
-    # kswapd CPU samples, lock_stat classes, and each reproducer's steps
+    # 5: records any reproducer may send (analysis/ingest.py): sanity
+    # verdicts, kswapd CPU samples, lock_stat classes
     """
     CREATE TABLE repro_sanity (
         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -291,83 +268,6 @@ MIGRATIONS = [
         hold_total_us REAL,
         PRIMARY KEY (run_id, phase, rank)
     );
-    CREATE TABLE mlockchurn_chunks (
-        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        chunk INTEGER NOT NULL,
-        slot INTEGER NOT NULL,
-        steps INTEGER,
-        ok INTEGER,
-        mlock_ms REAL NOT NULL,
-        step_median_ms REAL,
-        step_max_ms REAL,
-        wall_ms REAL,
-        t_ms REAL,
-        majflt INTEGER,
-        minflt INTEGER,
-        kswapd_s REAL,
-        pgscan_kswapd INTEGER,
-        pgscan_direct INTEGER,
-        pgsteal_kswapd INTEGER,
-        pgsteal_direct INTEGER,
-        PRIMARY KEY (run_id, chunk)
-    );
-    CREATE TABLE kvio_levels (
-        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        level INTEGER NOT NULL,
-        io_frac REAL NOT NULL,
-        io_mib INTEGER NOT NULL,
-        io_ok INTEGER,
-        io_s REAL,
-        ops INTEGER,
-        elapsed_s REAL,
-        ops_per_s REAL,
-        kswapd_s REAL,
-        pswpin INTEGER,
-        pswpout INTEGER,
-        pgmajfault INTEGER,
-        pgfault INTEGER,
-        pgscan_kswapd INTEGER,
-        pgsteal_kswapd INTEGER,
-        pgscan_direct INTEGER,
-        pgsteal_direct INTEGER,
-        kswapd_efficiency REAL,
-        kswapd_velocity REAL,
-        direct_efficiency REAL,
-        direct_velocity REAL,
-        PRIMARY KEY (run_id, level)
-    );
-    CREATE TABLE forkstorm_ticks (
-        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        seq INTEGER NOT NULL,
-        t_ms REAL NOT NULL,
-        jobs INTEGER NOT NULL,
-        live_workers INTEGER,
-        pswpout INTEGER,
-        pgscan INTEGER,
-        kswapd_s REAL,
-        PRIMARY KEY (run_id, seq)
-    );
-    CREATE TABLE forkstorm_workers (
-        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        worker INTEGER NOT NULL,
-        jobs INTEGER NOT NULL,
-        PRIMARY KEY (run_id, worker)
-    );
-    CREATE TABLE qsbench_procs (
-        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        proc INTEGER NOT NULL,
-        elements INTEGER NOT NULL,
-        fill_ms REAL,
-        sort_ms REAL,
-        elapsed_ms REAL,
-        user_ms REAL,
-        sys_ms REAL,
-        majflt INTEGER,
-        minflt INTEGER,
-        checksum TEXT,
-        unsorted INTEGER,
-        PRIMARY KEY (run_id, proc)
-    );
     """,
     # 6: per-vCPU guest time (our QEMU's series): how the run's clock was
     # kept, and each vCPU's own instructions, stall and clock at exit.
@@ -382,6 +282,14 @@ MIGRATIONS = [
         stall_ps INTEGER NOT NULL,
         clock_ps INTEGER NOT NULL,
         PRIMARY KEY (run_id, cpu)
+    );
+    """,
+    # 7: experiments own their tables (experiments/<name>/results.py SCHEMA),
+    # each versioned here on its own
+    """
+    CREATE TABLE schema_parts (
+        part TEXT PRIMARY KEY,
+        version INTEGER NOT NULL
     );
     """,
 ]
@@ -409,15 +317,30 @@ def connect(path: Path | str, readonly: bool = False) -> sqlite3.Connection:
         v = con.execute("PRAGMA user_version").fetchone()[0]
         if v > SCHEMA_VERSION:
             raise SchemaError(f"{path}: schema version {v} is newer than this vmlab ({SCHEMA_VERSION})")
+        for part, (have, want) in _parts(con).items():
+            if have > want:
+                raise SchemaError(f"{path}: {part}'s schema version {have} is newer than this vmlab ({want})")
     return con
 
 
+def _parts(con: sqlite3.Connection) -> dict[str, tuple[int, int]]:
+    """Each experiment's schema part: (version in the database, version in
+    its results.py)."""
+    have = {}
+    if con.execute("SELECT 1 FROM sqlite_master WHERE name = 'schema_parts'").fetchone():
+        have = dict(con.execute("SELECT part, version FROM schema_parts").fetchall())
+    return {f"experiment {n}": (have.get(f"experiment {n}", 0), len(m.SCHEMA))
+            for n, m in experiments.all_results().items() if getattr(m, "SCHEMA", None)}
+
+
 def migrate(con: sqlite3.Connection, path="database") -> int:
+    """The core schema (MIGRATIONS), then each experiment's own (its
+    results.py SCHEMA), every step atomic with its version bump."""
     v = con.execute("PRAGMA user_version").fetchone()[0]
     if v > SCHEMA_VERSION:
         raise SchemaError(f"{path}: schema version {v} is newer than this vmlab ({SCHEMA_VERSION}); "
                           f"update vmlab or use another --db")
-    if v == SCHEMA_VERSION:
+    if v == SCHEMA_VERSION and all(have == want for have, want in _parts(con).values()):
         return v
     # Concurrent first runs: one migrates, the others wait and find it done.
     on_disk = str(path) not in ("database", ":memory:", "")
@@ -426,17 +349,24 @@ def migrate(con: sqlite3.Connection, path="database") -> int:
             fcntl.flock(lock, fcntl.LOCK_EX)
         v = con.execute("PRAGMA user_version").fetchone()[0]
         for n in range(v, SCHEMA_VERSION):
-            with con:  # each step atomic, with its version bump
+            with con:
                 con.executescript("BEGIN;" + MIGRATIONS[n] + f"PRAGMA user_version = {n + 1}; COMMIT;")
+        results = experiments.all_results()
+        for part, (have, want) in _parts(con).items():
+            if have > want:
+                raise SchemaError(f"{path}: {part}'s schema version {have} is newer than this vmlab ({want})")
+            steps = results[part.split(" ", 1)[1]].SCHEMA
+            for n in range(have, want):
+                with con:
+                    con.executescript("BEGIN;" + steps[n] + "INSERT OR REPLACE INTO schema_parts (part, version) "
+                                      f"VALUES ('{part}', {n + 1}); COMMIT;")
     return SCHEMA_VERSION
 
 
-def start_run(con: sqlite3.Connection, row: dict) -> int:
-    cols = ", ".join(row)
-    marks = ", ".join("?" for _ in row)
+def start_run(con: sqlite3.Connection, row: RunStart) -> int:
+    cols = {"status": "running", "pid": os.getpid(), **row.columns()}
     with con:
-        cur = con.execute(f"INSERT INTO runs (status, pid, {cols}) VALUES ('running', ?, {marks})",
-                          [os.getpid(), *row.values()])
+        cur = con.execute(f"INSERT INTO runs ({', '.join(cols)}) VALUES ({', '.join(':' + c for c in cols)})", cols)
     return cur.lastrowid
 
 
@@ -457,86 +387,29 @@ def reap_stale(con: sqlite3.Connection, host: str) -> int:
     return len(stale)
 
 
-def finish_run(con: sqlite3.Connection, run_id: int, fields: dict, parsed, topo, extra=None) -> None:
+def finish_run(con: sqlite3.Connection, run_id: int, end: RunEnd, parsed, topo, extra=None) -> None:
     """Store the records and the final status in one transaction; `extra(con)`
     adds more of the run's results (the timing model's) to the same one."""
-    sets = ", ".join(f"{k} = ?" for k in fields)
+    cols = {**end.columns(), "ingest_errors": len(parsed.errors)}
     with con:
-        con.execute(f"UPDATE runs SET {sets}, ingest_errors = ? WHERE id = ?",
-                    [*fields.values(), len(parsed.errors), run_id])
-        ingest(con, run_id, parsed, topo)
+        con.execute(f"UPDATE runs SET {', '.join(f'{k} = :{k}' for k in cols)} WHERE id = :id", {**cols, "id": run_id})
+        exp = con.execute("SELECT experiment FROM runs WHERE id = ?", (run_id,)).fetchone()
+        core_ingest.ingest(con, run_id, parsed, topo, experiments.results_module(exp[0]) if exp else None)
         if extra is not None:
             extra(con)
 
 
 def ingest(con: sqlite3.Connection, run_id: int, parsed, topo) -> None:
-    con.executemany("INSERT INTO records (run_id, lineno, type, body) VALUES (?, ?, ?, ?)",
-                    [(run_id, r.lineno, r.type, json.dumps(r.body)) for r in parsed.records])
-    for i, err in enumerate(parsed.errors):
-        con.execute("INSERT OR REPLACE INTO metrics (run_id, name, text) VALUES (?, ?, ?)",
-                    (run_id, f"ingest_error_{i}", err))
-    m = parsed.first("machine")
-    if m:
-        b = m.body
-        for nd in b.get("nodes", []):
-            con.execute("INSERT OR REPLACE INTO guest_nodes VALUES (?, ?, ?, ?, ?)",
-                        (run_id, nd.get("node"), nd.get("cpus", ""), nd.get("mem_total_kib"),
-                         nd.get("hmat_read_latency_ns")))
-        slit = topo.slit()
-        for i, row in enumerate(b.get("distances", [])):
-            for j, d in enumerate(row):
-                exp = slit[i][j] if i < topo.nodes and j < topo.nodes else -1
-                hops = topo.hops[i][j] if i < topo.nodes and j < topo.nodes else -1
-                con.execute("INSERT OR REPLACE INTO guest_distances VALUES (?, ?, ?, ?, ?, ?)",
-                            (run_id, i, j, d, exp, hops))
-        # every scalar the guest reported about itself (release, sysctls, swaps ...)
-        con.executemany("INSERT OR REPLACE INTO metrics (run_id, name, text) VALUES (?, ?, ?)",
-                        [(run_id, f"guest.{k}", str(v)) for k, v in b.items()
-                         if k != "type" and isinstance(v, (str, int, float))])
-    seq = 0
-    for r in parsed.of("chunk"):
-        b = r.body
-        placement = b.get("placement", {})
-        main = max(placement, key=lambda k: placement[k]) if placement else None
-        con.execute("INSERT OR REPLACE INTO chunk_times VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (run_id, b.get("cycle"), b.get("chunk"), b.get("wall_ms"), b.get("cpu_ms"), b.get("t_ms"),
-                     b.get("minflt"), b.get("majflt"), b.get("absent"), b.get("sampled"),
-                     int(main) if main is not None else None, b.get("swap_used_kib")))
-        con.executemany("INSERT OR REPLACE INTO node_free VALUES (?,?,?,?,?,?)",
-                        [(run_id, seq, b.get("cycle"), b.get("chunk"), n, v)
-                         for n, v in enumerate(b.get("free_kib", []))])
-        seq += 1
-    for r in parsed.of("vmstat"):
-        con.executemany("INSERT OR REPLACE INTO vmstat VALUES (?,?,?,?)",
-                        [(run_id, r.body.get("phase"), k, v) for k, v in r.body.get("counters", {}).items()])
-    for r in parsed.of("nodemem"):
-        for nd in r.body.get("nodes", []):
-            con.executemany("INSERT OR REPLACE INTO node_mem VALUES (?,?,?,?,?)",
-                            [(run_id, r.body.get("phase"), nd["node"], k, v)
-                             for k, v in nd.items() if k != "node" and isinstance(v, int)])
-    for r in parsed.of("nodestat"):
-        for n, counters in enumerate(r.body.get("nodes", [])):
-            con.executemany("INSERT OR REPLACE INTO node_stat VALUES (?,?,?,?,?)",
-                            [(run_id, r.body.get("phase"), n, k, v) for k, v in counters.items()])
-    for r in parsed.of("kswapd"):
-        tck = r.body.get("clk_tck") or 100
-        con.executemany("INSERT OR REPLACE INTO kswapd VALUES (?,?,?,?)",
-                        [(run_id, r.body.get("phase"), int(n), t / tck) for n, t in r.body.get("kswapd", {}).items()])
-    for r in parsed.of("swap"):
-        con.execute("INSERT OR REPLACE INTO metrics (run_id, name, value, unit) VALUES (?, ?, ?, ?)",
-                    (run_id, f"swap_used_{r.body.get('phase')}", r.body.get("used_kib"), "KiB"))
-    for r in parsed.of("patch"):  # a patch set announcing itself at boot: proof the kernel had it
-        con.execute("INSERT OR REPLACE INTO metrics (run_id, name, value) VALUES (?, ?, 1)",
-                    (run_id, f"patch_live.{r.body.get('name')}"))
-    for r in parsed.of("init"):
-        con.execute("INSERT OR REPLACE INTO metrics (run_id, name, value) VALUES (?, ?, ?)",
-                    (run_id, f"init.{r.body.get('step')}", r.body.get("ok")))
-    done = parsed.first("memeater_done")
-    if done:
-        con.execute("INSERT OR REPLACE INTO metrics (run_id, name, value, unit) VALUES (?, ?, ?, ?)",
-                    (run_id, "memeater.total_ms", done.body.get("total_ms"), "ms"))
+    """The run's records into the core's tables and its experiment's own."""
     exp = con.execute("SELECT experiment FROM runs WHERE id = ?", (run_id,)).fetchone()
-    reproducers.ingest(con, run_id, parsed, exp[0] if exp else "")
+    core_ingest.ingest(con, run_id, parsed, topo, experiments.results_module(exp[0]) if exp else None)
+
+
+def tables(con: sqlite3.Connection) -> list[tuple[str, str]]:
+    """(type, name) of every table and view, from the database itself."""
+    return [(x[0], x[1]) for x in con.execute(
+        "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' "
+        "ORDER BY type, name")]
 
 
 def query(con: sqlite3.Connection, sql: str, params=()) -> tuple[list[str], list[tuple]]:

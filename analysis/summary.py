@@ -5,25 +5,28 @@ from __future__ import annotations
 import csv
 import io
 import json
-import statistics
 import sys
 import tomllib
 
 import experiments
-from analysis import reproducers
 from analysis import timing as timing_summary
+from analysis.rows import f as _f, metrics as _metrics, mib as _mib
+from experiments import facts
 
-VMSTAT_KEYS = [
-    ("pgfault", "page faults"), ("pgmajfault", "major faults"),
-    ("pgscan_kswapd", "scanned by kswapd"), ("pgscan_direct", "scanned by direct reclaim"),
-    ("pgsteal_kswapd", "reclaimed by kswapd"), ("pgsteal_direct", "reclaimed by direct reclaim"),
-    ("pswpin", "swapped in (pages)"), ("pswpout", "swapped out (pages)"),
-    ("allocstall_normal", "direct reclaim stalls (Normal)"), ("allocstall_dma32", "direct reclaim stalls (DMA32)"),
-    ("zone_reclaim_failed", "zone reclaim failures"), ("numa_hit", "numa_hit"), ("numa_miss", "numa_miss"),
-    ("numa_foreign", "numa_foreign"), ("numa_local", "numa_local"), ("numa_other", "numa_other"),
-    ("numa_pages_migrated", "pages migrated by NUMA balancing"), ("thp_fault_alloc", "THP faults"),
-    ("thp_fault_fallback", "THP fallbacks"),
-]
+# The reclaim counters every reproducer reports (experiments/lib/
+# vmlab_facts.h), then the placement ones; labels where the name is terse.
+LABELS = {
+    "pgfault": "page faults", "pgmajfault": "major faults", "pgscan_kswapd": "scanned by kswapd",
+    "pgscan_direct": "scanned by direct reclaim", "pgsteal_kswapd": "reclaimed by kswapd",
+    "pgsteal_direct": "reclaimed by direct reclaim", "pswpin": "swapped in (pages)", "pswpout": "swapped out (pages)",
+    "allocstall_normal": "direct reclaim stalls (Normal)", "allocstall_dma32": "direct reclaim stalls (DMA32)",
+    "pgpgin": "paged in (KiB)", "pgpgout": "paged out (KiB)", "oom_kill": "OOM kills",
+    "zone_reclaim_failed": "zone reclaim failures", "numa_pages_migrated": "pages migrated by NUMA balancing",
+    "thp_fault_alloc": "THP faults", "thp_fault_fallback": "THP fallbacks",
+}
+PLACEMENT = ("zone_reclaim_failed", "numa_hit", "numa_miss", "numa_foreign", "numa_local", "numa_other",
+             "numa_pages_migrated", "thp_fault_alloc", "thp_fault_fallback")
+VMSTAT_KEYS = [(k, LABELS.get(k, k)) for k in (*facts.RECLAIM_COUNTERS, *PLACEMENT)]
 
 
 def dumps(obj) -> str:
@@ -145,10 +148,6 @@ class LiveProgress:
 
 
 # --- the run summary ---------------------------------------------------------------
-def _mib(kib) -> str:
-    return "" if kib is None else f"{kib / 1024:.1f}"
-
-
 def _vcpu_clocks(con, run_id: int, w) -> None:
     """Each vCPU's own time at exit: busy vCPUs advance alone, not as a sum."""
     rows = con.execute("SELECT cpu, insns, stall_ps, clock_ps FROM vcpu_clocks WHERE run_id = ? ORDER BY cpu",
@@ -189,16 +188,18 @@ def render(con, run_id: int) -> str:
     w("params:  " + ", ".join(f"{k}={v}" for k, v in shown.items()))
     w(f"limits:  {r['limitations']}")
     _guest_view(con, run_id, r, w)
-    figures, verdict, table_name = EXPERIMENTS.get(r["experiment"], (None, None, "records"))
-    if figures:
-        figures(con, run_id, r, params, w)
-    if r["experiment"] == "latprobe":
-        timing_summary.render_latprobe(con, run_id, w)
+    # the experiment's own part (experiments/<name>/results.py): its figures
+    # before the per-node table, its verdict after the reclaim counters
+    res = experiments.results_module(r["experiment"]) if r["experiment"] in experiments.available() else None
+    if hasattr(res, "figures"):
+        res.figures(con, run_id, r, params, w)
     _nodes(con, run_id, r, params, w)
     _reclaim(con, run_id, w)
-    if verdict:
-        verdict(con, run_id, w)
+    if hasattr(res, "verdict"):
+        res.verdict(con, run_id, r, params, w)
+    _reproducer(con, run_id, w, expect_sanity=getattr(res, "SANITY", False))
     timing_summary.render(con, run_id, w)
+    table_name = getattr(res, "QUERY_TABLE", "records")
     if r["ingest_errors"]:
         w(f"records: {r['ingest_errors']} malformed record line(s); see metrics ingest_error_*")
     w(f"log:     {r['log_path']}")
@@ -223,43 +224,8 @@ def _guest_view(con, run_id, r, w):
         w(f"         node {x['src']} -> {x['dst']}: guest {x['distance']}, expected {x['expected']}")
 
 
-def _memeater(con, run_id, r, params, w):
-    rows = con.execute("SELECT * FROM chunk_times WHERE run_id = ? ORDER BY cycle, chunk", (run_id,)).fetchall()
-    if not rows:
-        w("chunks:  no chunk records")
-        return
-    w(f"\nms per chunk of {params.get('chunk_mib')} MiB (guest clock), per cycle:")
-    w(f"  {'cycle':>5} {'min':>8} {'median':>8} {'max':>8} {'total':>9} {'majflt':>7} {'swap MiB':>9}")
-    cycles = sorted({x["cycle"] for x in rows})
-    for c in cycles:
-        xs = [x for x in rows if x["cycle"] == c]
-        ms = [x["wall_ms"] for x in xs]
-        w(f"  {c:>5} {min(ms):>8.2f} {statistics.median(ms):>8.2f} {max(ms):>8.2f} {sum(ms):>9.1f} "
-          f"{sum(x['majflt'] or 0 for x in xs):>7} {_mib(xs[-1]['swap_used_kib']):>9}")
-    for c in cycles:
-        ms = [x["wall_ms"] for x in rows if x["cycle"] == c]
-        for i in range(0, len(ms), 16):
-            w(f"  c{c} #{i:<3} " + " ".join(f"{v:6.1f}" for v in ms[i:i + 16]))
-    # Fill order: the node that held most sampled pages of each chunk, first cycle.
-    first = [x for x in rows if x["cycle"] == cycles[0]]
-    runs = []
-    for x in first:
-        node = x["main_node"]
-        if runs and runs[-1][0] == node:
-            runs[-1][2] = x["chunk"]
-        else:
-            runs.append([node, x["chunk"], x["chunk"]])
-    hops = _hops_from_home(con, run_id, r, params)
-    parts = [f"node {n}" + (f" ({hops.get(n, '?')} hops)" if n is not None else "") + f": {a}" + (f"-{b}" if b != a else "")
-             for n, a, b in runs]
-    w(f"fill:    where each chunk landed in cycle {cycles[0]} (node: chunks): " + "; ".join(parts[:24])
-      + (" ..." if len(parts) > 24 else ""))
-    absent = [(x["cycle"], x["chunk"], x["absent_pages"]) for x in rows if x["absent_pages"]]
-    if absent:
-        w(f"         {len(absent)} chunk samples had pages not resident (swapped out) right after their memset")
-
-
-def _hops_from_home(con, run_id, r, params) -> dict:
+def hops_from_home(con, run_id, r, params) -> dict:
+    """Hops from the node of the CPU the experiment was pinned to (param cpu)."""
     cpu = params.get("cpu", -1)
     if cpu is None or cpu < 0:
         return {}
@@ -288,7 +254,7 @@ def _nodes(con, run_id, r, params, w):
     na = {}
     for x in con.execute("SELECT node, counter, delta FROM v_node_stat_delta WHERE run_id = ?", (run_id,)):
         na.setdefault(x["node"], {})[x["counter"]] = x["delta"]
-    hops = _hops_from_home(con, run_id, r, params)
+    hops = hops_from_home(con, run_id, r, params)
     w(f"\nmemory per node (MiB; used = MemUsed {', '.join(phases)} the experiment; "
       "min free = lowest MemFree sampled; numa counters, pages written out by reclaim (swap) and kswapd CPU: "
       "after - before):")
@@ -339,37 +305,32 @@ def _reclaim(con, run_id, w):
     m = {x["name"]: x["value"] for x in con.execute(
         "SELECT name, value FROM metrics WHERE run_id = ? AND name LIKE 'swap_used_%'", (run_id,))}
     sb, sa = m.get("swap_used_before"), m.get("swap_used_after")
-    peak = con.execute("SELECT MAX(swap_used_kib) FROM chunk_times WHERE run_id = ?", (run_id,)).fetchone()[0]
-    peak = m.get("swap_used_peak") if peak is None else max(peak, m.get("swap_used_peak") or 0)
+    peak = m.get("swap_used_peak")
     w(f"  swap used: {_mib(sb)} MiB before, " + (f"{_mib(peak)} MiB at peak, " if peak is not None else "")
       + f"{_mib(sa)} MiB after")
 
 
-def _memeater_verdict(con, run_id, w):
-    d = {x["counter"]: x["delta"] for x in con.execute(
-        "SELECT counter, delta FROM v_vmstat_delta WHERE run_id = ?", (run_id,))}
-    if not d:
-        return
-    first = con.execute("SELECT cycle, chunk FROM chunk_times WHERE run_id = ? AND swap_used_kib > 0 "
-                        "ORDER BY cycle, chunk LIMIT 1", (run_id,)).fetchone()
-    if first is None:
-        w(f"  verdict: no swapping; the working set stayed resident (pswpout {d.get('pswpout', 0)})")
-        return
-    cyc, ch = first
-    free = con.execute("SELECT SUM(free_kib), COUNT(*) FROM node_free WHERE run_id = ? AND cycle = ? AND chunk = ? "
-                       "AND free_kib > 16384", (run_id, cyc, ch)).fetchone()
-    w(f"  verdict: SWAPPING began at cycle {cyc}, chunk {ch}, while {free[1]} nodes still had more "
-      f"than 16 MiB free ({_mib(free[0])} MiB in all): the seed's pathology"
-      if free[1] else
-      f"  verdict: swapping began at cycle {cyc}, chunk {ch}, once every node was nearly full (expected)")
-
-
-# Each experiment's part of the summary: its figures (before the per-node
-# table), its verdict (after the reclaim counters) and the table to query.
-EXPERIMENTS = {
-    "memeater": (_memeater, _memeater_verdict, "chunk_times"),
-    "mlockchurn": (reproducers.render_mlockchurn, reproducers.render_common, "mlockchurn_chunks"),
-    "kvio": (reproducers.render_kvio, reproducers.render_common, "kvio_levels"),
-    "forkstorm": (reproducers.render_forkstorm, reproducers.render_common, "forkstorm_ticks"),
-    "qsbench": (reproducers.render_qsbench, reproducers.render_common, "qsbench_procs"),
-}
+def _reproducer(con, run_id, w, expect_sanity: bool) -> None:
+    """Sanity, kswapd share and lock contention: the records any reproducer
+    may send through the guest library (analysis/ingest.py)."""
+    m = _metrics(con, run_id)
+    peak = next((v for k, v in m.items() if k.endswith(".kswapd_share_peak")), None)
+    mean = next((v for k, v in m.items() if k.endswith(".kswapd_share_mean")), None)
+    if peak is not None:
+        w(f"kswapd:  CPU share over the run {mean:.3f} (all nodes' kswapds; 1.0 = one CPU), "
+          f"busiest node's peak interval {peak:.3f}")
+    locks = con.execute("SELECT * FROM repro_lockstat WHERE run_id = ? ORDER BY phase, rank", (run_id,)).fetchall()
+    if locks:
+        w("\nlock_stat, most contended classes (/proc/lock_stat, cleared at the start):")
+        w(f"  {'class':<44} {'contentions':>11} {'wait us':>12} {'max us':>9} {'acquisitions':>12}")
+        for x in locks:
+            w(f"  {x['class'][:44]:<44} {x['contentions']:>11} {x['wait_total_us']:>12.1f} "
+              f"{x['wait_max_us']:>9.1f} {x['acquisitions']:>12}")
+    checks = con.execute("SELECT * FROM repro_sanity WHERE run_id = ? ORDER BY rowid", (run_id,)).fetchall()
+    if checks:
+        ok = all(c["ok"] for c in checks)
+        w(f"\nsanity:  {'PASSED' if ok else 'FAILED'} ("
+          + "; ".join(f"{c['check_name']} {'ok' if c['ok'] else 'FAILED'}: {_f(c['value'], '{:g}')}, expected "
+                      f"{c['expect']}" for c in checks) + ")")
+    elif expect_sanity:
+        w("\nsanity:  no sanity record (the reproducer did not finish)")

@@ -1,13 +1,19 @@
-"""Workload stage: experiments/<name>/manifest.toml -> what the guest runs.
+"""Workload stage: an experiment is one folder, experiments/<name>/.
 
-A manifest names the static programs to build, the guest command, its
-parameters (typed, with defaults and help) and how sizes derive from the
-topology (small expressions over node_mib, total_mib, nodes, cpus, clock_ghz and the
-parameters), so a reproducer keeps its shape when the machine is scaled.
+- manifest.toml: the static programs to build, the guest command, its
+  parameters (typed, with defaults and help) and how sizes derive from the
+  topology (small expressions over node_mib, total_mib, nodes, cpus,
+  clock_ghz and the parameters), so a reproducer keeps its shape when the
+  machine is scaled. Checked against MANIFEST below when loaded.
+- <program>.c: the guest programs, linked with the guest library (lib/).
+- results.py (optional): the experiment's own tables (SCHEMA, versioned,
+  applied by analysis/db.py), their ingest from records, its part of the run
+  summary and its comparison figures. See experiments/memeater/results.py.
 """
 from __future__ import annotations
 
 import ast
+import importlib
 import math
 import operator
 import re
@@ -15,6 +21,7 @@ import shlex
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 HERE = Path(__file__).resolve().parent
 LIB = HERE / "lib"  # the guest library: vmlab.h, vmlab_facts.h and the .c files of libvmlab.a
@@ -28,6 +35,53 @@ KERNEL_DEFAULT = "kernel"
 
 class ExperimentError(ValueError):
     pass
+
+
+# What a manifest may hold: key -> accepted types, and for tables the keys
+# of each entry. A misspelt key or section is an error, not ignored.
+_EXPR = (str, int, float)
+MANIFEST = {
+    "name": (str,), "seed": (str,), "summary": (str,), "programs": (list,), "command": (str,), "timeout_s": _EXPR,
+    "params": (dict,), "derived": (dict,), "checks": (dict,), "progress": (dict,),
+}
+PARAM = {"type": (str,), "default": (str, int, float), "help": (str,), "choices": (list,), "min": (int, float),
+         "knob": (str,), "pattern": (str,)}
+PROGRESS = {"record": (str,), "total": _EXPR, "label": (str,)}
+REQUIRED = ("name", "command", "programs")
+
+
+def _names(types) -> str:
+    return " or ".join({str: "a string", int: "an integer", float: "a number", list: "a list",
+                        dict: "a table"}[t] for t in types)
+
+
+def check_manifest(data: dict, path: Path, common: bool = False) -> None:
+    """One line naming the file and the key for anything MANIFEST does not allow."""
+    def keys(table: dict, allowed: dict, where: str):
+        for k, v in table.items():
+            field_ = f"{where}{k}"
+            if k not in allowed:
+                raise ExperimentError(f"{path}: field '{field_}': unknown key; expected one of "
+                                      f"{', '.join(sorted(allowed))}")
+            if not isinstance(v, allowed[k]) or isinstance(v, bool):
+                raise ExperimentError(f"{path}: field '{field_}': expected {_names(allowed[k])}, got {v!r}")
+    keys(data, {"params": (dict,)} if common else MANIFEST, "")
+    for f in () if common else REQUIRED:
+        if f not in data:
+            raise ExperimentError(f"{path}: field '{f}': missing")
+    for name, spec in data.get("params", {}).items():
+        if not isinstance(spec, dict):
+            raise ExperimentError(f"{path}: field 'params.{name}': expected a table, got {spec!r}")
+        keys(spec, PARAM, f"params.{name}.")
+    for k, v in data.get("derived", {}).items():
+        if not isinstance(v, _EXPR) or isinstance(v, bool):
+            raise ExperimentError(f"{path}: field 'derived.{k}': expected an expression (a string), got {v!r}")
+    for k, v in data.get("checks", {}).items():
+        if not (isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v)):
+            raise ExperimentError(f"{path}: field 'checks.{k}': expected [expression, what is expected], got {v!r}")
+    keys(data.get("progress", {}), PROGRESS, "progress.")
+    if not all(isinstance(p, str) for p in data.get("programs", [])):
+        raise ExperimentError(f"{path}: field 'programs': expected a list of file names")
 
 
 def lib_sources() -> list[Path]:
@@ -120,6 +174,12 @@ class Experiment:
     def summary(self) -> str:
         return self.manifest.get("summary", "")
 
+    @property
+    def results(self) -> ModuleType | None:
+        """experiments/<name>/results.py, or None if the experiment keeps
+        only the core's tables."""
+        return results_module(self.name)
+
     def resolve(self, topo, overrides: dict[str, str], source: str = "--param") -> "Plan":
         """Parameters + topology -> the concrete values the guest gets."""
         for k in overrides:
@@ -192,6 +252,18 @@ def available() -> list[str]:
     return sorted(p.parent.name for p in HERE.glob("*/manifest.toml"))
 
 
+def results_module(name: str) -> ModuleType | None:
+    if not (HERE / name / "results.py").is_file():
+        return None
+    return importlib.import_module(f"experiments.{name}.results")
+
+
+def all_results() -> dict[str, ModuleType]:
+    """Every experiment's results module: the schema machinery applies
+    their SCHEMA to every database."""
+    return {n: m for n in available() if (m := results_module(n)) is not None}
+
+
 def load(name: str) -> Experiment:
     path = HERE / name / "manifest.toml"
     if "/" in name or not path.is_file():
@@ -201,9 +273,8 @@ def load(name: str) -> Experiment:
         common = tomllib.loads(COMMON.read_text())
     except tomllib.TOMLDecodeError as e:
         raise ExperimentError(f"{path}: not valid TOML ({e})") from None
-    for f in ("name", "command", "programs"):
-        if f not in data:
-            raise ExperimentError(f"{path}: field '{f}': missing")
+    check_manifest(data, path)
+    check_manifest(common, COMMON, common=True)
     exp = Experiment(data["name"], path.parent, data)
     exp.params = {**_params(common.get("params", {}), COMMON), **_params(data.get("params", {}), path)}
     for prog in exp.programs:

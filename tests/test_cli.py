@@ -42,12 +42,26 @@ def test_malformed_topology_file(tmp_path):
     assert not (tmp_path / "r.db").exists()
 
 
-def test_help_explains_every_option(tmp_path):
+def test_help_lists_what_the_repo_holds(tmp_path):
+    """The experiments, patch sets and flavors in --help come from the
+    folders, and query --help lists the tables a database really has."""
+    import experiments
+    from images import kernel
     r = subprocess.run([sys.executable, str(REPO / "run.py"), "--help"], env=ENV, capture_output=True, text=True)
     assert r.returncode == 0
-    for opt in ("--topology", "--exp", "--param", "--kernel", "--flavor", "--qemu-mode", "--timing", "--timeout", "--db"):
-        assert opt in r.stdout
-    assert "query SQL" in r.stdout and "list" in r.stdout
+    text = "".join(r.stdout.split())  # argparse wraps lines, also at hyphens
+    for name in experiments.available() + kernel.patchsets() + list(kernel.FLAVORS):
+        assert name in text, name
+    from analysis import db
+    con = db.connect(tmp_path / "r.db")
+    con.execute("CREATE TABLE my_study_notes (x)")
+    con.commit()
+    q = subprocess.run([sys.executable, str(REPO / "run.py"), "query", "--help", "--db", str(tmp_path / "r.db")],
+                       env=ENV, capture_output=True, text=True)
+    qtext = "".join(q.stdout.split())
+    assert q.returncode == 0 and "my_study_notes" in qtext
+    for kind, name in db.tables(con):
+        assert name in qtext, name
 
 
 def test_list_and_query(tmp_path):
@@ -62,3 +76,24 @@ def test_list_and_query(tmp_path):
     w = subprocess.run([sys.executable, str(REPO / "run.py"), "query", "DELETE FROM runs",
                         "--db", str(tmp_path / "r.db")], env=ENV, capture_output=True, text=True)
     assert w.returncode == 2 and "readonly" in w.stderr
+
+
+def test_show_prints_the_stored_summary_and_names_a_missing_run(tmp_path):
+    import topologies as T
+    from analysis import db, records as R, summary
+    from tests.runrows import run_end, run_start
+    topo = T.load("gs1280-8")
+    con = db.connect(tmp_path / "r.db")
+    for ms in (5.5, 7.25):
+        rid = db.start_run(con, run_start(topo, params_json='{"chunk_mib": 16, "cpu": 0}'))
+        db.finish_run(con, rid, run_end(), R.parse_text(
+            '@@VMLAB {"type":"chunk","cycle":0,"chunk":0,"wall_ms":%s,"placement":{"3":16},"free_kib":[1,2]}\n' % ms),
+            topo)
+    show = lambda *a: subprocess.run([sys.executable, str(REPO / "run.py"), "show", *a, "--db", str(tmp_path / "r.db")],
+                                     env=ENV, capture_output=True, text=True)
+    r = show()  # the latest run
+    assert r.returncode == 0 and r.stdout.strip() == summary.render(con, 2).strip()
+    assert "7.25" in r.stdout and "node 3" in r.stdout   # memeater's own part: chunk times and fill order
+    assert show("1").stdout.strip() == summary.render(con, 1).strip()
+    bad = show("9")
+    assert bad.returncode == 2 and bad.stderr.strip() == f"error: {tmp_path / 'r.db'}: no run 9"

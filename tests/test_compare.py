@@ -9,19 +9,14 @@ import pytest
 
 import topologies as T
 from analysis import compare, db, records as R
+from tests.runrows import run_end, run_start
 
 REPO = Path(__file__).resolve().parent.parent
 ENV = dict(os.environ, VMLAB_IN_VENV="1")
 
 
 def add_run(con, topo, patch_set, vmstat, metrics, kswapd=(0.5, 1.5), **over):
-    row = {"started_at": "now", "host": "h", "topology": topo.name, "topology_sha256": topo.sha256,
-           "topology_toml": topo.text, "topology_shape": topo.shape(), "nodes": topo.nodes, "cpus": topo.cpus,
-           "memory_mib_per_node": topo.memory_mib, "scale": topo.scale, "native_isa": topo.native_isa,
-           "guest_isa": topo.guest_isa, "experiment": "memeater", "params_json": "{}", "kernel_arch": "x86_64",
-           "patch_set": patch_set, "kernel_flavor": "default", "engine": "qemu-tcg", "engine_version": "10.0.2",
-           "qemu_mode": "icount", "timing_mode": "off", "seed": 0, "command_line": "qemu", "limitations": "x",
-           "kernel_config_sha256": "c0ffee", **over}
+    row = run_start(topo, patch_set=patch_set, kernel_config_sha256="c0ffee", **over)
     rid = db.start_run(con, row)
     lines = ['@@VMLAB {"type":"machine","nodes":[],"distances":[],"zone_reclaim_mode":"%s","release":"6.1"}'
              % metrics.pop("zrm"),
@@ -36,7 +31,7 @@ def add_run(con, topo, patch_set, vmstat, metrics, kswapd=(0.5, 1.5), **over):
                      % (i, ms, i))
     lines.append('@@VMLAB {"type":"memeater_done","total_ms":%s}' % metrics.pop("total"))
     parsed = R.parse_bytes("\n".join(lines).encode())
-    db.finish_run(con, rid, {"status": "ok"}, parsed, topo)
+    db.finish_run(con, rid, run_end(), parsed, topo)
     return rid
 
 

@@ -4,6 +4,9 @@ import pytest
 
 import topologies as T
 from analysis import db, records as R
+from tests.runrows import run_end, run_start
+
+DATA = __import__("pathlib").Path(__file__).parent / "data"
 
 
 def test_fresh_database_gets_current_schema(tmp_path):
@@ -30,6 +33,45 @@ def test_migration_from_version_1_keeps_rows(tmp_path):
     assert con.execute("SELECT COUNT(*) FROM v_runs").fetchone()[0] == 1
 
 
+def _schema(con):
+    """Every table's and view's columns (name, type, not null, primary key)."""
+    out = {}
+    for name, in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"):
+        out[name] = [tuple(c[1:3]) + (c[3], c[5]) for c in con.execute(f"PRAGMA table_info({name})")]
+    return out
+
+
+def test_a_database_from_before_experiments_owned_their_tables_ends_like_a_new_one(tmp_path):
+    """Schema 6 created chunk_times, qsbench_procs, ... in the core's
+    migrations; now each experiment's results.py does. Both paths must give
+    the same tables, columns and views."""
+    old = sqlite3.connect(tmp_path / "old.db")
+    old.executescript((DATA / "schema-v6.sql").read_text())
+    old.close()
+    migrated = db.connect(tmp_path / "old.db")
+    fresh = db.connect(tmp_path / "new.db")
+    assert _schema(migrated) == _schema(fresh)
+    assert {"chunk_times", "qsbench_procs", "kvio_levels", "v_timing_chunks"} <= set(_schema(fresh))
+    parts = dict(fresh.execute("SELECT part, version FROM schema_parts"))
+    assert parts["experiment memeater"] == 1 and parts["experiment qsbench"] == 1
+
+
+def test_an_experiment_schema_newer_than_vmlab_is_refused(tmp_path):
+    db.connect(tmp_path / "r.db").close()
+    con = sqlite3.connect(tmp_path / "r.db")
+    con.execute("UPDATE schema_parts SET version = 99 WHERE part = 'experiment memeater'")
+    con.commit()
+    con.close()
+    with pytest.raises(db.SchemaError, match="experiment memeater's schema version 99 is newer"):
+        db.connect(tmp_path / "r.db", readonly=True)
+
+
+def test_the_typed_run_records_are_the_runs_columns(tmp_path):
+    cols = {c[1] for c in db.connect(tmp_path / "r.db").execute("PRAGMA table_info(runs)")}
+    topo = T.load("gs1280-8")
+    assert set(row(topo).columns()) <= cols and set(end().columns()) <= cols
+
+
 def test_newer_schema_is_refused(tmp_path):
     path = tmp_path / "new.db"
     con = sqlite3.connect(path)
@@ -39,13 +81,12 @@ def test_newer_schema_is_refused(tmp_path):
         db.connect(path)
 
 
-def row(topo):
-    return {"started_at": "now", "host": "h", "topology": topo.name, "topology_sha256": topo.sha256,
-            "topology_toml": topo.text, "topology_shape": topo.shape(), "nodes": topo.nodes, "cpus": topo.cpus,
-            "memory_mib_per_node": topo.memory_mib, "scale": topo.scale, "native_isa": topo.native_isa,
-            "guest_isa": topo.guest_isa, "experiment": "memeater", "params_json": "{}", "kernel_arch": "x86_64",
-            "patch_set": "vanilla", "kernel_flavor": "default", "engine": "qemu-tcg", "engine_version": "10.0.2",
-            "qemu_mode": "icount", "timing_mode": "off", "seed": 0, "command_line": "qemu", "limitations": "x"}
+def row(topo, experiment="memeater"):
+    return run_start(topo, experiment=experiment)
+
+
+def end():
+    return run_end()
 
 
 CONSOLE = """
@@ -71,7 +112,7 @@ def test_records_land_in_typed_tables(tmp_path):
     con = db.connect(tmp_path / "r.db")
     rid = db.start_run(con, row(topo))
     parsed = R.parse_text(CONSOLE)
-    db.finish_run(con, rid, {"status": "ok", "wall_s": 3.0}, parsed, topo)
+    db.finish_run(con, rid, end(), parsed, topo)
     r = con.execute("SELECT status, ingest_errors FROM runs WHERE id = ?", (rid,)).fetchone()
     assert tuple(r) == ("ok", 1)
     assert con.execute("SELECT COUNT(*) FROM records WHERE run_id = ?", (rid,)).fetchone()[0] == 12
@@ -97,7 +138,7 @@ def test_failed_ingest_leaves_status_running_not_half_written(tmp_path):
     rid = db.start_run(con, row(topo))
     bad = R.Parsed(records=[R.Record(1, "chunk", {"cycle": 0, "chunk": 0, "wall_ms": None})])  # NOT NULL violated
     with pytest.raises(sqlite3.IntegrityError):
-        db.finish_run(con, rid, {"status": "ok"}, bad, topo)
+        db.finish_run(con, rid, end(), bad, topo)
     assert con.execute("SELECT status FROM runs WHERE id = ?", (rid,)).fetchone()[0] == "running"
     assert con.execute("SELECT COUNT(*) FROM records").fetchone()[0] == 0
 

@@ -10,7 +10,9 @@ import pytest
 
 import experiments as E
 import topologies as T
-from analysis import db, records as R, reproducers, summary
+from analysis import db, records as R, summary
+from experiments.kvio import results as kvio_results
+from tests.runrows import run_end, run_start
 from configs import qemu
 
 REPO = Path(__file__).resolve().parent.parent
@@ -190,20 +192,14 @@ def test_kvio_serves_ops_at_every_level(programs, tmp_path):
 
 # --- ingest and summary of synthetic consoles ----------------------------------------
 def _row(topo, exp, params):
-    return {"started_at": "now", "host": "h", "topology": topo.name, "topology_sha256": topo.sha256,
-            "topology_toml": topo.text, "topology_shape": topo.shape(), "nodes": topo.nodes, "cpus": topo.cpus,
-            "memory_mib_per_node": topo.memory_mib, "scale": topo.scale, "native_isa": topo.native_isa,
-            "guest_isa": topo.guest_isa, "experiment": exp, "params_json": json.dumps(params),
-            "kernel_arch": "x86_64", "patch_set": "vanilla", "kernel_flavor": "default", "engine": "qemu-tcg",
-            "engine_version": "10.0.2", "qemu_mode": "icount", "timing_mode": "off", "seed": 0,
-            "command_line": "qemu", "limitations": "x"}
+    return run_start(topo, experiment=exp, params_json=json.dumps(params))
 
 
 def _store(tmp_path, exp, params, text):
     topo = T.load("gs1280-8")
     con = db.connect(tmp_path / "r.db")
     rid = db.start_run(con, _row(topo, exp, params))
-    db.finish_run(con, rid, {"status": "ok"}, records_of(text), topo)
+    db.finish_run(con, rid, run_end(), records_of(text), topo)
     return con, rid
 
 
@@ -212,7 +208,7 @@ def rec(typ, **body) -> str:
 
 
 def vm(**kw):
-    return {k: kw.get(k, 0) for k in reproducers.KVIO_COUNTERS}
+    return {k: kw.get(k, 0) for k in kvio_results.COUNTERS}
 
 
 def test_kvio_levels_get_the_seeds_table(tmp_path):
@@ -278,7 +274,7 @@ def test_qsbench_and_forkstorm_figures(tmp_path):
     topo = T.load("gs1280-8")
     con = db.connect(tmp_path / "r.db")
     rid = db.start_run(con, _row(topo, "qsbench", {"array_mib": 1, "procs": 1, "qs_seed": 3}))
-    db.finish_run(con, rid, {"status": "ok"}, parsed, topo)
+    db.finish_run(con, rid, run_end(), parsed, topo)
     m = dict(con.execute("SELECT name, COALESCE(value, text) FROM metrics WHERE run_id = ?", (rid,)).fetchall())
     assert m["qsbench.host_wall_s"] == 42.5 and m["qsbench.checksum"] == "00ab"
     out = summary.render(con, rid)

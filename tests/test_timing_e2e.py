@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import topologies as T
-from analysis import timing as timing_db
+from experiments.latprobe import results as latprobe_results
 from tests.e2e import db, vmlab
 
 pytestmark = pytest.mark.slow
@@ -26,7 +26,7 @@ def test_pointer_chase_latency_matches_the_topology_within_5_percent(latprobe):
     name, tmp, r = latprobe
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     topo = T.load(name)
-    chase, _ = timing_db.latprobe_rows(db(tmp), 1)
+    chase, _ = latprobe_results.rows(db(tmp), 1)
     # one probe per distance class the guest sees, all of them
     assert sorted({c["hops"] for c in chase}) == sorted(set(topo.hops[0]))
     for c in chase:
@@ -39,7 +39,7 @@ def test_pointer_chase_latency_matches_the_topology_within_5_percent(latprobe):
 def test_lock_pingpong_cost_grows_with_distance_as_the_model_says(latprobe):
     name, tmp, _ = latprobe
     topo = T.load(name)
-    _, pp = timing_db.latprobe_rows(db(tmp), 1)
+    _, pp = latprobe_results.rows(db(tmp), 1)
     assert pp and all(p["model_ns"] is not None for p in pp)
     for p in pp:
         assert p["model_ns"] == pytest.approx(p["formula_ns"], rel=0.05), p

@@ -1,0 +1,72 @@
+"""forkstorm's results (seed 002): jobs per interval (forkstorm_ticks), jobs
+per worker, the seed's lock classes as metrics, and its part of the summary."""
+from __future__ import annotations
+
+import json
+
+from analysis.rows import insert, metric
+
+SANITY = True  # it sends a sanity record; the summary says so when it is missing
+QUERY_TABLE = "forkstorm_ticks"
+
+SCHEMA = [  # versioned: append, never edit (see experiments/memeater/results.py)
+    """
+    CREATE TABLE IF NOT EXISTS forkstorm_ticks (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        t_ms REAL NOT NULL,
+        jobs INTEGER NOT NULL,
+        live_workers INTEGER,
+        pswpout INTEGER,
+        pgscan INTEGER,
+        kswapd_s REAL,
+        PRIMARY KEY (run_id, seq)
+    );
+    CREATE TABLE IF NOT EXISTS forkstorm_workers (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        worker INTEGER NOT NULL,
+        jobs INTEGER NOT NULL,
+        PRIMARY KEY (run_id, worker)
+    );
+    """,
+]
+
+
+def ingest(con, run_id: int, parsed, topo) -> None:
+    for r in parsed.of("forkstorm_tick"):
+        b, v = r.body, r.body.get("vmstat", {})
+        insert(con, "forkstorm_ticks", {
+            "run_id": run_id, "seq": b.get("seq"), "t_ms": b.get("t_ms"), "jobs": b.get("jobs"),
+            "live_workers": b.get("live_workers"), "pswpout": v.get("pswpout"),
+            "pgscan": (v.get("pgscan_kswapd") or 0) + (v.get("pgscan_direct") or 0), "kswapd_s": b.get("kswapd_s")})
+    done = parsed.first("forkstorm_done")
+    if done:
+        insert(con, "forkstorm_workers", [{"run_id": run_id, "worker": w, "jobs": j}
+                                          for w, j in enumerate(done.body.get("per_worker", []))])
+        for lock, c in (done.body.get("locks") or {}).items():
+            metric(con, run_id, f"forkstorm.lock_contentions.{lock}", c.get("contentions"), "contentions")
+
+
+def figures(con, run_id: int, r, params: dict, w) -> None:
+    done = con.execute("SELECT body FROM records WHERE run_id = ? AND type = 'forkstorm_done'", (run_id,)).fetchone()
+    if not done:
+        w("storm:   no forkstorm_done record")
+        return
+    b = json.loads(done["body"])
+    v = b.get("vmstat", {})
+    busy = (b.get("user_s") or 0) + (b.get("sys_s") or 0)
+    w(f"\nfork storm: {params.get('workers')} workers x {params.get('children')} children over "
+      f"{params.get('region_mib')} MiB regions each, {b.get('elapsed_ms', 0) / 1e3:.1f} guest s:")
+    w(f"  {b.get('jobs')} jobs = {b.get('jobs_per_min', 0):.0f} jobs/min; CPU time (/proc/stat) user "
+      f"{b.get('user_s', 0):.2f} s, system {b.get('sys_s', 0):.2f} s"
+      + (f" ({100 * b.get('sys_s', 0) / busy:.0f} % of busy time)" if busy else "")
+      + f", idle {b.get('idle_s', 0):.2f} s; kswapd {b.get('kswapd_s', 0):.2f} s")
+    w(f"  reclaim during the storm: swapped out {v.get('pswpout')}, in {v.get('pswpin')}, scanned "
+      f"{(v.get('pgscan_kswapd') or 0) + (v.get('pgscan_direct') or 0)}, major faults {v.get('pgmajfault')}")
+    w(f"  jobs per worker: {' '.join(str(j) for j in b.get('per_worker', []))}")
+    locks = b.get("locks")
+    if locks:
+        w("  lock classes of the seed (contentions, wait us): " + "; ".join(
+            f"{k} {c.get('contentions')}, {c.get('wait_total_us', 0):.0f}" for k, c in locks.items()))
+    else:
+        w("  lock contention: not measured (kernel without LOCK_STAT; run with --flavor lockstat)")

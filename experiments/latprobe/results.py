@@ -1,0 +1,89 @@
+"""latprobe's results: no tables of its own. The guest's chase and pingpong
+records and the timing model's phases (timing_phases) give, per distance
+class, the load latency and the lock-line transfer cost three ways: as the
+topology configures it, as the model charged it, and as the guest's own
+clock measured it. That comparison is its part of the summary."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import timing
+import topologies
+from experiments import facts
+
+QUERY_TABLE = "timing_phases"
+
+
+def rows(con, run_id: int):
+    """Per distance class: the model's time per load in the pointer chase and
+    per lock transfer in the ping-pong, beside what the topology configures
+    (memory: local + hops x hop; transfer: the model's cache-to-cache formula)."""
+    r = con.execute("SELECT topology, topology_toml FROM runs WHERE id = ?", (run_id,)).fetchone()
+    topo = topologies.parse(r["topology_toml"], Path(f"{r['topology']}.toml"))
+    phases = {(p["phase_id"], p["instance"], p["cpu"]): p for p in
+              con.execute("SELECT * FROM timing_phases WHERE run_id = ?", (run_id,))}
+    chase_id, pingpong_id = facts.phase_id("latprobe.chase"), facts.phase_id("latprobe.pingpong")
+    chase, pingpong = [], []
+    for rec in con.execute("SELECT type, body FROM records WHERE run_id = ? AND type IN ('chase', 'pingpong') "
+                           "ORDER BY lineno", (run_id,)):
+        b = json.loads(rec["body"])
+        home, node = b["home"], b["node"]
+        hops = topo.hops[home][node]
+        if rec["type"] == "chase":
+            p = phases.get((chase_id, node, b["cpu"]))
+            model = (p["end_ps"] - p["begin_ps"]) / 1000.0 / b["loads"] if p else None
+            want = timing.memory_ns(topo, home, node)
+            chase.append({"node": node, "hops": hops, "slit": b["distance"], "loads": b["loads"],
+                          "on_node": b["on_node"], "configured_ns": want, "model_ns": model,
+                          "guest_ns": b["guest_ms"] * 1e6 / b["loads"] if b.get("guest_ms") else None,
+                          "error_pct": 100.0 * (model - want) / want if model else None})
+        else:
+            mine, theirs = phases.get((pingpong_id, node, b["cpu"])), phases.get((pingpong_id, node, b["partner"]))
+            if not (mine and theirs):
+                pingpong.append({"node": node, "hops": hops, "partner": b["partner"], "model_ns": None})
+                continue
+            xfers = mine["lock_xfers"] + theirs["lock_xfers"]
+            ps = mine["lock_ps"] + theirs["lock_ps"]
+            pnode = b["partner"] // topo.cpus_per_node
+            cnode = b["cpu"] // topo.cpus_per_node
+            want = timing.c2c_ns(topo, pnode, home, cnode)
+            model = ps / 1000.0 / xfers if xfers else None
+            pingpong.append({"node": node, "hops": topo.hops[cnode][pnode], "partner": b["partner"],
+                             "increments": b["increments"], "transfers": xfers,
+                             "per_increment": xfers / b["increments"], "model_ns": model, "formula_ns": want,
+                             # the prober's own clock around its loop: one round trip = two hand-offs
+                             "guest_rtt_ns": b.get("rtt_ns") or None,
+                             "error_pct": 100.0 * (model - want) / want if model else None})
+    return chase, pingpong
+
+
+def figures(con, run_id: int, r, params: dict, w) -> None:
+    if not con.execute("SELECT 1 FROM timing_run WHERE run_id = ? AND mode = 'detailed'", (run_id,)).fetchone():
+        w("\nlatprobe: run with --timing detailed to compare the model with the topology")
+        return
+    chase, pingpong = rows(con, run_id)
+    w("\nlatprobe: pointer chase, ns per load: the topology (local + hops x hop), the model, and the guest's own "
+      "clock (clock_gettime around the chase)")
+    w("  node hops SLIT  on node   loads   topology ns   model ns   error   guest ns   error")
+    for c in chase:
+        if c["model_ns"] is None:
+            w(f"  {c['node']:>4} {c['hops']:>4} {c['slit']:>4}   (no phase record)")
+            continue
+        g = c["guest_ns"]
+        w(f"  {c['node']:>4} {c['hops']:>4} {c['slit']:>4} {100 * c['on_node']:>7.0f} % {c['loads']:>8,} "
+          f"{c['configured_ns']:>12.1f} {c['model_ns']:>10.1f} {c['error_pct']:>+7.2f} % "
+          + (f"{g:>9.1f} {100 * (g - c['configured_ns']) / c['configured_ns']:>+7.2f} %" if g else "        -"))
+    if pingpong:
+        w("lock ping-pong (compare-and-swap, counter homed on the prober's node): modeled cost per lock-line "
+          "transfer vs the model's formula (requester -> home -> owner -> requester), and the guest's round "
+          "trip (two hand-offs) against twice the formula")
+        w("  node hops partner  transfers/increment   model ns   formula ns   error   guest RTT ns   vs 2x formula")
+        for p in pingpong:
+            if p["model_ns"] is None:
+                w(f"  {p['node']:>4} {p['hops']:>4} {p['partner']:>7}   (no phase records)")
+                continue
+            g = p["guest_rtt_ns"]
+            w(f"  {p['node']:>4} {p['hops']:>4} {p['partner']:>7} {p['per_increment']:>20.2f} {p['model_ns']:>10.1f} "
+              f"{p['formula_ns']:>12.1f} {p['error_pct']:>+7.2f} % "
+              + (f"{g:>13.1f} {100 * (g - 2 * p['formula_ns']) / (2 * p['formula_ns']):>+9.2f} %" if g else ""))
