@@ -68,3 +68,35 @@ def test_kernel_default_knob_is_left_to_the_kernel(tmp_path):
     bad.write_text('[params.swapiness]\ntype = "int"\ndefault = "kernel"\n')
     with pytest.raises(E.ExperimentError, match=r"params.swapiness.default': 'kernel' needs a 'knob'"):
         E._params(__import__("tomllib").loads(bad.read_text())["params"], bad)
+
+
+@pytest.mark.parametrize("edit, field, expect", [
+    (lambda d: d.update(progres={"record": "chunk"}), "progres", "unknown key; expected one of checks, command"),
+    (lambda d: d["derived"].update(chunk_mib=16.5j), "derived.chunk_mib", "expected an expression"),
+    (lambda d: d["checks"].update(cycles="cycles > 0"), "checks.cycles", "expected [expression, what is expected]"),
+    (lambda d: d["progress"].update(totl="chunks"), "progress.totl", "unknown key; expected one of label, record"),
+    (lambda d: d["params"]["cycles"].update(defualt=3), "params.cycles.defualt", "unknown key; expected one of"),
+    (lambda d: d["params"]["cycles"].update(min="1"), "params.cycles.min", "expected an integer or a number"),
+    (lambda d: d.update(timeout_s=True), "timeout_s", "expected a string or an integer or a number"),
+    (lambda d: d.pop("command"), "command", "missing"),
+])
+def test_a_misspelt_or_mistyped_manifest_key_is_one_line_naming_file_and_key(edit, field, expect):
+    import copy
+    import tomllib
+    path = E.HERE / "memeater" / "manifest.toml"
+    data = copy.deepcopy(tomllib.loads(path.read_text()))
+    E.check_manifest(data, path)  # the shipped one is fine
+    edit(data)
+    with pytest.raises(E.ExperimentError) as e:
+        E.check_manifest(data, path)
+    msg = str(e.value)
+    assert msg.startswith(f"{path}: field '{field}': ") and expect in msg and "\n" not in msg
+
+
+def test_every_shipped_manifest_and_results_module_loads():
+    for name in E.available():
+        exp = E.load(name)
+        res = exp.results
+        if res is not None:  # what the schema machinery and the summary call
+            assert all(isinstance(step, str) and "CREATE" in step for step in getattr(res, "SCHEMA", []))
+            assert callable(getattr(res, "figures", None)) and isinstance(res.QUERY_TABLE, str)
