@@ -52,8 +52,11 @@ def test_a_database_from_before_experiments_owned_their_tables_ends_like_a_new_o
     fresh = db.connect(tmp_path / "new.db")
     assert _schema(migrated) == _schema(fresh)
     assert {"chunk_times", "qsbench_procs", "kvio_levels", "v_timing_chunks"} <= set(_schema(fresh))
+    import experiments
     parts = dict(fresh.execute("SELECT part, version FROM schema_parts"))
-    assert parts["experiment memeater"] == 1 and parts["experiment qsbench"] == 1
+    assert parts == {f"experiment {n}": len(m.SCHEMA) for n, m in experiments.all_results().items()
+                     if getattr(m, "SCHEMA", None)}
+    assert parts == dict(migrated.execute("SELECT part, version FROM schema_parts"))
 
 
 def test_an_experiment_schema_newer_than_vmlab_is_refused(tmp_path):
@@ -172,3 +175,24 @@ def test_concurrent_first_runs_migrate_once_and_none_is_lost(tmp_path):
     assert con.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION
     cols = [r[1] for r in con.execute("PRAGMA table_info(runs)")]
     assert len(cols) == len(set(cols)) and "clock_model" in cols
+
+
+def test_memeater_cycles_land_with_their_reclaim_deltas(tmp_path):
+    """A record type added to one experiment: the guest prints it
+    (memeater.c), its results.py stores it (SCHEMA step 2), and an old
+    database gains the table on its next connect."""
+    con = db.connect(tmp_path / "r.db")
+    con.execute("DROP TABLE memeater_cycles")  # as a database made before the step
+    con.execute("UPDATE schema_parts SET version = 1 WHERE part = 'experiment memeater'")
+    con.commit()
+    con.close()
+    con = db.connect(tmp_path / "r.db")
+    topo = T.load("gs1280-8")
+    rid = db.start_run(con, row(topo))
+    text = "".join('@@VMLAB {"type":"memeater_cycle","cycle":%d,"wall_ms":%s,"swap_used_kib":%d,'
+                   '"vmstat":{"pswpout":%d,"pgscan_kswapd":%d,"pgmajfault":0}}\n' % c
+                   for c in ((0, 812.5, 0, 0, 10), (1, 2400.0, 51200, 12800, 40000)))
+    db.finish_run(con, rid, end(), R.parse_text(text), topo)
+    rows = con.execute("SELECT cycle, wall_ms, swap_used_kib, pswpout, pgscan_kswapd, pswpin FROM memeater_cycles "
+                       "WHERE run_id = ? ORDER BY cycle", (rid,)).fetchall()
+    assert [tuple(r) for r in rows] == [(0, 812.5, 0, 0, 10, None), (1, 2400.0, 51200, 12800, 40000, None)]

@@ -69,7 +69,10 @@ int main(int argc, char **argv)
 		}
 	}
 	double t_start = vl_now_ms(CLOCK_MONOTONIC);
+	long long rc0[VL_NRECLAIM], rc1[VL_NRECLAIM];
 	for (long c = 0; c < cycles; c++) {
+		double c0 = vl_now_ms(CLOCK_MONOTONIC);
+		vl_vmstat_many(VL_RECLAIM, rc0);
 		for (long i = 0; i < chunks; i++) {
 			struct rusage r0, r1;
 			getrusage(RUSAGE_SELF, &r0);
@@ -127,6 +130,15 @@ int main(int argc, char **argv)
 			vl_kint(&b, "swap_used_kib", vl_meminfo("SwapTotal") - vl_meminfo("SwapFree"));
 			vl_emit(&b);
 		}
+		/* each cycle's time and what reclaim did in it: the seed's swap
+		 * growing cycle after cycle */
+		vl_vmstat_many(VL_RECLAIM, rc1);
+		b = vl_record("memeater_cycle");
+		vl_kint(&b, "cycle", c);
+		vl_kdbl(&b, "wall_ms", vl_now_ms(CLOCK_MONOTONIC) - c0);
+		vl_kint(&b, "swap_used_kib", vl_meminfo("SwapTotal") - vl_meminfo("SwapFree"));
+		vl_reclaim_delta(&b, "vmstat", rc0, rc1);
+		vl_emit(&b);
 	}
 	/* Memory as it stands with every chunk still mapped: the "after"
 	 * snapshot comes once memeater has exited and its memory is free. */

@@ -46,7 +46,26 @@ SCHEMA = [
           ON c.run_id = p.run_id AND c.cycle = p.instance >> 32 AND c.chunk = p.instance & 4294967295
         WHERE p.phase_id = {facts.phase_id("memeater.chunk")};
     """,
+    # 2: each cycle's time, swap and reclaim (record memeater_cycle)
+    """
+    CREATE TABLE IF NOT EXISTS memeater_cycles (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        cycle INTEGER NOT NULL,
+        wall_ms REAL NOT NULL,
+        swap_used_kib INTEGER,
+        pswpout INTEGER,
+        pswpin INTEGER,
+        pgscan_kswapd INTEGER,
+        pgscan_direct INTEGER,
+        pgsteal_kswapd INTEGER,
+        pgsteal_direct INTEGER,
+        pgmajfault INTEGER,
+        PRIMARY KEY (run_id, cycle)
+    );
+    """,
 ]
+CYCLE_COUNTERS = ("pswpout", "pswpin", "pgscan_kswapd", "pgscan_direct", "pgsteal_kswapd", "pgsteal_direct",
+                  "pgmajfault")
 
 
 def ingest(con, run_id: int, parsed, topo) -> None:
@@ -67,6 +86,10 @@ def ingest(con, run_id: int, parsed, topo) -> None:
     seen = con.execute("SELECT value FROM metrics WHERE run_id = ? AND name = 'swap_used_peak'", (run_id,)).fetchone()
     if peaks:
         metric(con, run_id, "swap_used_peak", max(peaks + ([seen[0]] if seen and seen[0] is not None else [])), "KiB")
+    insert(con, "memeater_cycles", [{"run_id": run_id, "cycle": r.body.get("cycle"), "wall_ms": r.body.get("wall_ms"),
+                                     "swap_used_kib": r.body.get("swap_used_kib"),
+                                     **{k: r.body.get("vmstat", {}).get(k) for k in CYCLE_COUNTERS}}
+                                    for r in parsed.of("memeater_cycle")])
     done = parsed.first("memeater_done")
     if done:
         metric(con, run_id, "memeater.total_ms", done.body.get("total_ms"), "ms")
