@@ -125,16 +125,24 @@ def command_line(topo, kernel: Path, initrd: Path, *, binary: Path, mode: str = 
     return cmd + disks(swap_image, data_image, disk)
 
 
-def disks(swap_image: Path | None, data_image: Path | None, disk=None) -> list[str]:
+def disks(swap_image: Path | None, data_image: Path | None, disk=None, sg_chain: bool = True) -> list[str]:
     """virtio-blk disks: swap first, then the guest's data disk (so it is
     /dev/vdb, or /dev/vda without swap). With a disk model every request
     completes at its modelled guest time (series patch 0005); ioeventfd off
     so a request is taken in the notifying vCPU's own time, not when the
-    host's main loop gets to it."""
-    model = ""
+    host's main loop gets to it.
+
+    sg_chain=False is for guests whose kernel cannot chain scatterlists
+    (Alpha selects ARCH_NO_SG_CHAIN). QEMU then advertises seg_max 126
+    instead of queue size - 2 = 254: Linux 6.1's virtio_blk takes seg_max as
+    the queue's max_segments, but without chaining sg_alloc_table_chained()
+    refuses more than 128 entries, so a merged swap-out of 160 pages failed
+    with BLK_STS_RESOURCE on every retry while its bios held fs_bio_set's
+    reserve: the swap stall on es-clipper-4."""
+    model = "" if sg_chain else ",seg-max-adjust=off"
     if disk is not None:
-        model = (f",ioeventfd=off,x-vmlab-read-ns={disk.read_ns},x-vmlab-write-ns={disk.write_ns},"
-                 f"x-vmlab-mbps={disk.mbps},x-vmlab-servers={disk.servers}")
+        model += (f",ioeventfd=off,x-vmlab-read-ns={disk.read_ns},x-vmlab-write-ns={disk.write_ns},"
+                  f"x-vmlab-mbps={disk.mbps},x-vmlab-servers={disk.servers}")
     out = []
     for img, name in ((swap_image, "swap"), (data_image, "data")):
         if img is not None:
@@ -155,7 +163,7 @@ def alpha_command_line(topo, kernel: Path, initrd: Path, *, binary: Path, mode: 
            *clock_args(topo, mode, quantum_ns, vcpu_clocks), "-no-reboot",
            "-kernel", str(kernel), "-initrd", str(initrd),
            "-append", ("console=ttyS0 panic=-1 " + append).strip()]
-    return cmd + disks(swap_image, data_image, disk)
+    return cmd + disks(swap_image, data_image, disk, sg_chain=False)
 
 
 # How much slower a guest runs with the timing plugin loaded (`./run.py

@@ -86,3 +86,22 @@ def test_alpha_init_hang_hook_is_stopped_by_the_timeout(vmlab_env, tmp_path):
     assert status == "failed" and "timeout" in reason
     assert c.execute("SELECT COUNT(*) FROM records WHERE type = 'machine'").fetchone()[0] == 1
     assert c.execute("SELECT COUNT(*) FROM records WHERE type = 'chunk'").fetchone()[0] == 0
+
+
+def test_alpha_qsbench_above_ram_swaps_to_the_disk_and_finishes(vmlab_env, tmp_path):
+    """The Alpha swap stall: Alpha cannot chain scatterlists, and a merged
+    swap-out of more than 128 pages was retried forever (BLK_STS_RESOURCE)
+    until the disk stopped offering more segments (configs/qemu.py disks()).
+    The issue's own case: qsbench at 1.1x RAM on es-clipper-4, SCSI disk model."""
+    from tests.e2e import db, vmlab
+    r = vmlab(vmlab_env, tmp_path, "-t", "es-clipper-4", "-e", "qsbench", "-p", "mem_frac=1.1")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    c = db(tmp_path)
+    run = c.execute("SELECT status, disk_model, command_line FROM runs").fetchone()
+    assert run["status"] == "ok" and run["disk_model"].startswith("cheetah-15k4")
+    assert "seg-max-adjust=off" in run["command_line"]
+    p = c.execute("SELECT checksum, majflt FROM qsbench_procs").fetchone()
+    assert p["checksum"] and p["majflt"] > 1000
+    d = dict(c.execute("SELECT counter, delta FROM v_vmstat_delta WHERE run_id = 1 AND counter IN "
+                       "('pswpin', 'pswpout')").fetchall())
+    assert d["pswpin"] > 1000 and d["pswpout"] > 1000
