@@ -1,9 +1,10 @@
 """End to end on our QEMU's per-vCPU clocks (configs/qemu-patches/0003):
-parallel work takes parallel time in the guest, runs repeat exactly, and
-Alpha SMP guests' vCPUs are told apart. Slow: builds and boots guests."""
+parallel work takes parallel time in the guest, and Alpha SMP guests' vCPUs
+are told apart (that runs repeat: tests/test_determinism_e2e.py). Slow:
+builds and boots guests."""
 import pytest
 
-from tests.e2e import REPO, db, vmlab
+from tests.e2e import db, vmlab
 
 pytestmark = pytest.mark.slow
 
@@ -28,30 +29,6 @@ def test_four_sorts_on_an_eight_cpu_guest_take_a_quarter_of_the_time(vmlab_env, 
     # every vCPU's clock is its own: at exit the busy ones have run alone, not a sum
     clocks = c.execute("SELECT cpu, insns, clock_ps FROM vcpu_clocks WHERE run_id = ?", (runs[1]["id"],)).fetchall()
     assert len(clocks) == 8 and all(k["insns"] > 0 for k in clocks)
-
-
-def test_same_inputs_same_guest_times_counts_and_console(vmlab_env, tmp_path):
-    """Two runs on 4 CPUs that swap to the modeled disk: byte-identical
-    consoles and the same instruction count and clock on every vCPU."""
-    topo = str(REPO / "tests" / "data" / "x86-2s-small.toml")
-    for _ in range(2):
-        r = vmlab(vmlab_env, tmp_path, "-t", topo, "-e", "qsbench", "--quantum-ns", "500", "-p", "mem_frac=1.05")
-        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    c = db(tmp_path)
-    runs = c.execute("SELECT log_path, quantum_ns, disk_model, limitations FROM runs ORDER BY id").fetchall()
-    assert runs[0]["quantum_ns"] == 500 and runs[0]["disk_model"].startswith("ssd-980pro")
-    assert "deterministic" in runs[0]["limitations"]
-    a, b = (open(x["log_path"], "rb").read() for x in runs)
-    assert a == b
-    k1, k2 = ([tuple(r) for r in c.execute("SELECT cpu, insns, stall_ps, clock_ps FROM vcpu_clocks WHERE run_id = ? "
-                                            "ORDER BY cpu", (i,))] for i in (1, 2))
-    assert k1 == k2 and len(k1) == 4
-    # it did swap, and the guest's own figures repeat too
-    swapped = [c.execute("SELECT delta FROM v_vmstat_delta WHERE run_id = ? AND counter = 'pswpout'", (i,)).fetchone()
-               for i in (1, 2)]
-    assert swapped[0] is not None and swapped[0][0] > 0 and swapped[0][0] == swapped[1][0]
-    el = [c.execute("SELECT elapsed_ms FROM qsbench_procs WHERE run_id = ?", (i,)).fetchone()[0] for i in (1, 2)]
-    assert el[0] == el[1]
 
 
 def test_alpha_smp_guest_vcpus_are_told_apart(vmlab_env, tmp_path):
