@@ -15,7 +15,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 def test_shipped_series_lists_existing_patches_each_with_a_header():
     pl = qb.series()
-    assert [p.name[:4] for p in pl] == ["0001", "0002", "0003", "0004", "0005"]
+    # applied in order, numbered without gaps, every file in the folder listed
+    assert [p.name[:4] for p in pl] == [f"{i:04d}" for i in range(1, len(pl) + 1)] and len(pl) >= 6
+    assert {p.name for p in pl} == {f.name for f in (REPO / "configs" / "qemu-patches").glob("*.patch")}
     for p in pl:
         text = p.read_text()
         head = text.split("diff --git", 1)[0]
