@@ -375,11 +375,13 @@ def cmd_show(argv) -> int:
 def cmd_query(argv) -> int:
     import sqlite3
     from analysis import db, summary
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--db", default="results.db")
-    where = pre.parse_known_args(argv)[0].db
-    p = argparse.ArgumentParser(prog="./run.py query", description=(
-        "Run read-only SQL on the results database. " + _schema_help(where)))
+    tables = ""
+    if {"-h", "--help"} & set(argv):  # only --help lists the tables: a query opens the database once
+        pre = argparse.ArgumentParser(add_help=False)
+        pre.add_argument("--db", default="results.db")
+        tables = _schema_help(pre.parse_known_args(argv)[0].db)
+    p = argparse.ArgumentParser(prog="./run.py query",
+                                description="Run read-only SQL on the results database. " + tables)
     p.add_argument("sql", nargs="?", default="SELECT * FROM v_runs ORDER BY id DESC LIMIT 20")
     p.add_argument("--csv", action="store_true", help="print CSV instead of a table")
     p.add_argument("--db", default="results.db")

@@ -317,20 +317,24 @@ def connect(path: Path | str, readonly: bool = False) -> sqlite3.Connection:
         v = con.execute("PRAGMA user_version").fetchone()[0]
         if v > SCHEMA_VERSION:
             raise SchemaError(f"{path}: schema version {v} is newer than this vmlab ({SCHEMA_VERSION})")
-        for part, (have, want) in _parts(con).items():
-            if have > want:
-                raise SchemaError(f"{path}: {part}'s schema version {have} is newer than this vmlab ({want})")
+        _newer_part(path, _parts(con))
     return con
 
 
-def _parts(con: sqlite3.Connection) -> dict[str, tuple[int, int]]:
-    """Each experiment's schema part: (version in the database, version in
-    its results.py)."""
+def _parts(con: sqlite3.Connection) -> list[tuple[str, list[str], int]]:
+    """Each experiment's schema part: its name in schema_parts, its steps
+    (results.py SCHEMA) and how many of them the database has."""
     have = {}
     if con.execute("SELECT 1 FROM sqlite_master WHERE name = 'schema_parts'").fetchone():
         have = dict(con.execute("SELECT part, version FROM schema_parts").fetchall())
-    return {f"experiment {n}": (have.get(f"experiment {n}", 0), len(m.SCHEMA))
-            for n, m in experiments.all_results().items() if getattr(m, "SCHEMA", None)}
+    return [(f"experiment {n}", m.SCHEMA, have.get(f"experiment {n}", 0))
+            for n, m in experiments.all_results().items() if getattr(m, "SCHEMA", None)]
+
+
+def _newer_part(path, parts) -> None:
+    for part, steps, have in parts:
+        if have > len(steps):
+            raise SchemaError(f"{path}: {part}'s schema version {have} is newer than this vmlab ({len(steps)})")
 
 
 def migrate(con: sqlite3.Connection, path="database") -> int:
@@ -340,7 +344,7 @@ def migrate(con: sqlite3.Connection, path="database") -> int:
     if v > SCHEMA_VERSION:
         raise SchemaError(f"{path}: schema version {v} is newer than this vmlab ({SCHEMA_VERSION}); "
                           f"update vmlab or use another --db")
-    if v == SCHEMA_VERSION and all(have == want for have, want in _parts(con).values()):
+    if v == SCHEMA_VERSION and all(have == len(steps) for _, steps, have in _parts(con)):
         return v
     # Concurrent first runs: one migrates, the others wait and find it done.
     on_disk = str(path) not in ("database", ":memory:", "")
@@ -351,12 +355,10 @@ def migrate(con: sqlite3.Connection, path="database") -> int:
         for n in range(v, SCHEMA_VERSION):
             with con:
                 con.executescript("BEGIN;" + MIGRATIONS[n] + f"PRAGMA user_version = {n + 1}; COMMIT;")
-        results = experiments.all_results()
-        for part, (have, want) in _parts(con).items():
-            if have > want:
-                raise SchemaError(f"{path}: {part}'s schema version {have} is newer than this vmlab ({want})")
-            steps = results[part.split(" ", 1)[1]].SCHEMA
-            for n in range(have, want):
+        parts = _parts(con)
+        _newer_part(path, parts)
+        for part, steps, have in parts:
+            for n in range(have, len(steps)):
                 with con:
                     con.executescript("BEGIN;" + steps[n] + "INSERT OR REPLACE INTO schema_parts (part, version) "
                                       f"VALUES ('{part}', {n + 1}); COMMIT;")
@@ -393,16 +395,9 @@ def finish_run(con: sqlite3.Connection, run_id: int, end: RunEnd, parsed, topo, 
     cols = {**end.columns(), "ingest_errors": len(parsed.errors)}
     with con:
         con.execute(f"UPDATE runs SET {', '.join(f'{k} = :{k}' for k in cols)} WHERE id = :id", {**cols, "id": run_id})
-        exp = con.execute("SELECT experiment FROM runs WHERE id = ?", (run_id,)).fetchone()
-        core_ingest.ingest(con, run_id, parsed, topo, experiments.results_module(exp[0]) if exp else None)
+        core_ingest.ingest(con, run_id, parsed, topo)
         if extra is not None:
             extra(con)
-
-
-def ingest(con: sqlite3.Connection, run_id: int, parsed, topo) -> None:
-    """The run's records into the core's tables and its experiment's own."""
-    exp = con.execute("SELECT experiment FROM runs WHERE id = ?", (run_id,)).fetchone()
-    core_ingest.ingest(con, run_id, parsed, topo, experiments.results_module(exp[0]) if exp else None)
 
 
 def tables(con: sqlite3.Connection) -> list[tuple[str, str]]:

@@ -8,19 +8,21 @@ from __future__ import annotations
 
 import json
 
+import experiments
 from analysis.rows import insert, metric
 
 
-def ingest(con, run_id: int, parsed, topo, results=None) -> None:
+def ingest(con, run_id: int, parsed, topo) -> None:
     insert(con, "records", [{"run_id": run_id, "lineno": r.lineno, "type": r.type, "body": json.dumps(r.body)}
                             for r in parsed.records], replace=False)
     for i, err in enumerate(parsed.errors):
         metric(con, run_id, f"ingest_error_{i}", text=err)
     _machine(con, run_id, parsed, topo)
     _snapshots(con, run_id, parsed)
-    exp = con.execute("SELECT experiment FROM runs WHERE id = ?", (run_id,)).fetchone()
-    _reproducer_records(con, run_id, parsed, exp[0] if exp else "")
-    if results is not None and hasattr(results, "ingest"):
+    exp = con.execute("SELECT experiment FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
+    _reproducer_records(con, run_id, parsed, exp)
+    results = experiments.results_module(exp)
+    if hasattr(results, "ingest"):
         results.ingest(con, run_id, parsed, topo)
 
 

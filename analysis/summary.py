@@ -190,7 +190,7 @@ def render(con, run_id: int) -> str:
     _guest_view(con, run_id, r, w)
     # the experiment's own part (experiments/<name>/results.py): its figures
     # before the per-node table, its verdict after the reclaim counters
-    res = experiments.results_module(r["experiment"]) if r["experiment"] in experiments.available() else None
+    res = experiments.results_module(r["experiment"])
     if hasattr(res, "figures"):
         res.figures(con, run_id, r, params, w)
     _nodes(con, run_id, r, params, w)
@@ -303,9 +303,13 @@ def _reclaim(con, run_id, w):
     for i in range(0, len(items), 3):
         w("  " + "   ".join(f"{label:>30} {v:>10}" for label, v in items[i:i + 3]))
     m = {x["name"]: x["value"] for x in con.execute(
-        "SELECT name, value FROM metrics WHERE run_id = ? AND name LIKE 'swap_used_%'", (run_id,))}
+        "SELECT name, value FROM metrics WHERE run_id = ? AND value IS NOT NULL AND "
+        "(name LIKE 'swap_used_%' OR name LIKE '%.swap_peak_kib')", (run_id,))}
     sb, sa = m.get("swap_used_before"), m.get("swap_used_after")
-    peak = m.get("swap_used_peak")
+    # the core's "peak" snapshot, or higher where an experiment sampled swap
+    # during its run (<exp>.swap_peak_kib)
+    peaks = [v for k, v in m.items() if k == "swap_used_peak" or k.endswith(".swap_peak_kib")]
+    peak = max(peaks) if peaks else None
     w(f"  swap used: {_mib(sb)} MiB before, " + (f"{_mib(peak)} MiB at peak, " if peak is not None else "")
       + f"{_mib(sa)} MiB after")
 

@@ -253,7 +253,10 @@ def available() -> list[str]:
 
 
 def results_module(name: str) -> ModuleType | None:
-    if not (HERE / name / "results.py").is_file():
+    """experiments/<name>/results.py, or None: no such experiment (a name
+    read back from a database may be one this checkout lacks) or one with
+    only the core's tables."""
+    if name not in available() or not (HERE / name / "results.py").is_file():
         return None
     return importlib.import_module(f"experiments.{name}.results")
 

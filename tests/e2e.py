@@ -7,9 +7,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
+def vmlab_cmd(tmp, *args) -> list[str]:
+    """./run.py ARGS into tmp's private database and runs folder."""
+    return [sys.executable, str(REPO / "run.py"), *args, "--db", str(tmp / "r.db"), "--runs-dir", str(tmp / "runs")]
+
+
 def vmlab(env, tmp, *args):
-    cmd = [sys.executable, str(REPO / "run.py"), *args, "--db", str(tmp / "r.db"), "--runs-dir", str(tmp / "runs")]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True)
+    return subprocess.run(vmlab_cmd(tmp, *args), env=env, capture_output=True, text=True)
 
 
 def db(tmp):

@@ -1,15 +1,14 @@
-"""Determinism on per-vCPU clocks (configs/qemu-patches/0003, 0005): the same
+"""Determinism on per-vCPU clocks (configs/qemu-patches/0003, 0005, 0006): the same
 inputs give the same console, per-vCPU instruction counts and clocks, on 1, 8
 and 32 CPUs, in every timing mode, while the guest swaps to the modeled disk.
 The two runs of a pair go at once into one database, so they also differ in
 host load and in who writes first. Slow: boots guests."""
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.e2e import REPO, db
+from tests.e2e import REPO, db, vmlab_cmd
 
 pytestmark = pytest.mark.slow
 
@@ -23,9 +22,7 @@ MACHINES = {1: "x86-1c-small", 8: "x86-2s-8c-small", 32: "x86-4s-32c-small"}
 @pytest.mark.parametrize("cpus", sorted(MACHINES))
 def test_a_swapping_run_repeats_exactly(vmlab_env, tmp_path, cpus, mode):
     topo = str(REPO / "tests" / "data" / f"{MACHINES[cpus]}.toml")
-    cmd = [sys.executable, str(REPO / "run.py"), "-t", topo, "-e", "qsbench", "--timing", mode,
-           "-p", f"mem_frac=1.05,procs={min(cpus, 4)}", "--db", str(tmp_path / "r.db"),
-           "--runs-dir", str(tmp_path / "runs")]
+    cmd = vmlab_cmd(tmp_path, "-t", topo, "-e", "qsbench", "--timing", mode, "-p", f"mem_frac=1.05,procs={min(cpus, 4)}")
     procs = [subprocess.Popen(cmd, env=vmlab_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for _ in range(2)]
     outs = [p.communicate()[0] for p in procs]

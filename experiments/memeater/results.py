@@ -80,12 +80,11 @@ def ingest(con, run_id: int, parsed, topo) -> None:
             "main_node": int(main) if main is not None else None, "swap_used_kib": b.get("swap_used_kib")})
         insert(con, "node_free", [{"run_id": run_id, "seq": seq, "cycle": b.get("cycle"), "chunk": b.get("chunk"),
                                    "node": n, "free_kib": v} for n, v in enumerate(b.get("free_kib", []))])
-    # the core's swap peak (from `swap` records, ingested first) also counts
-    # the peaks seen after each chunk
+    # swap used after each chunk, at its highest: the summary's swap peak
+    # (`<exp>.swap_peak_kib`, beside the core's snapshots) and a compare row
     peaks = [r.body["swap_used_kib"] for r in parsed.of("chunk") if r.body.get("swap_used_kib") is not None]
-    seen = con.execute("SELECT value FROM metrics WHERE run_id = ? AND name = 'swap_used_peak'", (run_id,)).fetchone()
     if peaks:
-        metric(con, run_id, "swap_used_peak", max(peaks + ([seen[0]] if seen and seen[0] is not None else [])), "KiB")
+        metric(con, run_id, "memeater.swap_peak_kib", max(peaks), "KiB")
     insert(con, "memeater_cycles", [{"run_id": run_id, "cycle": r.body.get("cycle"), "wall_ms": r.body.get("wall_ms"),
                                      "swap_used_kib": r.body.get("swap_used_kib"),
                                      **{k: r.body.get("vmstat", {}).get(k) for k in CYCLE_COUNTERS}}
@@ -151,13 +150,11 @@ def verdict(con, run_id: int, r, params: dict, w) -> None:
 
 def compare_figures(con, run_id: int) -> dict[str, tuple[float, str]]:
     out = {}
-    c = con.execute("SELECT COUNT(*), SUM(wall_ms), MAX(wall_ms), SUM(majflt), MAX(swap_used_kib) "
+    c = con.execute("SELECT COUNT(*), SUM(wall_ms), MAX(wall_ms), SUM(majflt) "
                     "FROM chunk_times WHERE run_id = ?", (run_id,)).fetchone()
     if c[0]:
         out["chunks.total_ms"] = (float(c[1]), "ms")
         out["chunks.max_ms"] = (float(c[2]), "ms")
         if c[3] is not None:
             out["chunks.majflt"] = (float(c[3]), "")
-        if c[4] is not None:
-            out["chunks.swap_peak_kib"] = (float(c[4]), "KiB")
-    return out
+    return out  # the swap peak is a metric (memeater.swap_peak_kib), which compare lists itself
