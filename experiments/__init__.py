@@ -256,7 +256,8 @@ def results_module(name: str) -> ModuleType | None:
     """experiments/<name>/results.py, or None: no such experiment (a name
     read back from a database may be one this checkout lacks) or one with
     only the core's tables."""
-    if name not in available() or not (HERE / name / "results.py").is_file():
+    if not name.isidentifier() or not (HERE / name / "manifest.toml").is_file() \
+            or not (HERE / name / "results.py").is_file():
         return None
     return importlib.import_module(f"experiments.{name}.results")
 
