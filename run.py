@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 
 from bootstrap import bootstrap  # noqa: E402  (standard library only)
 
-COMMANDS = ("run", "list", "show", "query", "compare", "build", "test", "bench")
+COMMANDS = ("run", "list", "show", "query", "compare", "build", "test", "bench", "study", "report", "browse")
 
 
 def run_parser() -> argparse.ArgumentParser:
@@ -47,6 +47,9 @@ def run_parser() -> argparse.ArgumentParser:
                "  ./run.py build [options]      build the kernel and initramfs only\n"
                "  ./run.py test [PYTEST ARGS]   the test suite (what CI runs)\n"
                "  ./run.py bench                the timing model's speed: guest MIPS per mode, QEMU peak RSS\n"
+               "  ./run.py study FILE           run a study's matrix (local pool or --dask ADDRESS), then report\n"
+               "  ./run.py report --study N     an HTML report of plots and tables (report/study-N/index.html)\n"
+               "  ./run.py browse               Datasette on the results database, read-only\n"
                "each takes --help.")
     add_run_options(p)
     return p
@@ -384,6 +387,7 @@ def cmd_query(argv) -> int:
                                 description="Run read-only SQL on the results database. " + tables)
     p.add_argument("sql", nargs="?", default="SELECT * FROM v_runs ORDER BY id DESC LIMIT 20")
     p.add_argument("--csv", action="store_true", help="print CSV instead of a table")
+    p.add_argument("--parquet", metavar="FILE", help="write the result to a Parquet file (pyarrow) for pandas")
     p.add_argument("--db", default="results.db")
     a = p.parse_args(argv)
     try:
@@ -391,6 +395,14 @@ def cmd_query(argv) -> int:
         cols, rows = db.query(con, a.sql)
     except (db.SchemaError, sqlite3.Error) as e:
         fail(f"{a.db}: {e}")
+    if a.parquet:
+        from analysis import export
+        try:
+            n = export.parquet(cols, rows, a.parquet)
+        except export.ExportError as e:
+            fail(str(e))
+        print(f"{a.parquet}: {n} rows, {len(cols)} columns")
+        return 0
     print(summary.csv_text(cols, rows) if a.csv else summary.table(cols, rows), end="")
     return 0
 
@@ -468,6 +480,21 @@ def cmd_bench(argv) -> int:
     return bench.main(argv, REPO)
 
 
+def cmd_report(argv) -> int:
+    from analysis import report
+    return report.main(argv)
+
+
+def cmd_browse(argv) -> int:
+    from analysis import browse
+    return browse.main(argv)
+
+
+def cmd_study(argv) -> int:
+    from pipeline import studycli
+    return studycli.main(argv)
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] in ([], ["run"], ["-h"], ["--help"]) and {"-h", "--help"} & set(argv):
         run_parser().print_help()  # help needs nothing installed
@@ -475,7 +502,8 @@ def main(argv: list[str]) -> int:
     bootstrap.ensure(argv, str(Path(__file__).resolve()))
     if argv and argv[0] in COMMANDS and argv[0] != "run":
         return {"list": cmd_list, "show": cmd_show, "query": cmd_query, "compare": cmd_compare, "build": cmd_build,
-                "test": cmd_test, "bench": cmd_bench}[argv[0]](argv[1:])
+                "test": cmd_test, "bench": cmd_bench, "report": cmd_report, "browse": cmd_browse,
+                "study": cmd_study}[argv[0]](argv[1:])
     if argv and argv[0] == "run":
         argv = argv[1:]
     return cmd_run(run_parser().parse_args(argv))

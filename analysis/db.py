@@ -292,6 +292,39 @@ MIGRATIONS = [
         version INTEGER NOT NULL
     );
     """,
+    # 8: studies (pipeline/study.py): a study file expanded into runs, each
+    # keyed by a hash of what defines it (runs.run_key, also set on single
+    # runs), so a study resumes; where each run executed.
+    """
+    ALTER TABLE runs ADD COLUMN run_key TEXT;
+    CREATE INDEX runs_by_key ON runs (run_key, status);
+    CREATE TABLE studies (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        path TEXT,
+        sha256 TEXT NOT NULL,
+        toml TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (name, sha256)
+    );
+    CREATE TABLE study_runs (
+        study_id INTEGER NOT NULL REFERENCES studies(id) ON DELETE CASCADE,
+        key TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        axes_json TEXT NOT NULL,
+        spec_json TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'ok', 'failed', 'aborted', 'lost')),
+        run_id INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        executed_on TEXT,
+        updated_at TEXT,
+        PRIMARY KEY (study_id, key)
+    );
+    CREATE VIEW v_study_runs AS
+        SELECT s.study_id, s.position, s.key, s.status, s.attempts, s.executed_on, s.run_id, s.axes_json,
+               r.topology, r.experiment, r.patch_set, r.timing_mode, r.wall_s, r.reason
+        FROM study_runs s LEFT JOIN runs r ON r.id = s.run_id;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

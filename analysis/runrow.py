@@ -47,6 +47,8 @@ class RunStart:
     command_line: str
     log_path: str
     limitations: str
+    # what defines the run, hashed (pipeline/spec.py): a study skips a key already `ok`
+    run_key: str | None = None
 
     def columns(self) -> dict:
         return asdict(self)
