@@ -1,0 +1,5 @@
+"""The run pipeline as a library: a run's spec and key (spec.py), the engine
+adapter (engines.py), one run end to end (execute.py), and studies on top:
+the study file (study.py), the coordinator (runner.py), its pools
+(pools.py), the task a worker runs (worker.py) and the merge of its
+database (merge.py). run.py and a Dask worker both call into here."""

@@ -1,0 +1,265 @@
+"""One run, as a library: the CLI, the study runner and a cluster task all
+call it.
+
+    prep = prepare(spec)            # every input checked; InputError otherwise
+    built = build(prep)             # kernel, initramfs, our QEMU, plugin (cached)
+    run_id, status = execute(prep, built, con, dbpath)
+
+`execute` writes the run row as `running` when the guest starts and the
+records with the final status in one transaction at the end (analysis/db.py),
+so a crash, Ctrl-C or a killed worker never leaves records without a status.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import resource
+import shlex
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import experiments
+import topologies
+from configs import qemu, qemu_build
+from images import kernel
+from pipeline import engines
+from pipeline.spec import InputError, RunSpec, run_key
+import timing
+from topologies import disks
+
+REPO = Path(__file__).resolve().parent.parent
+MAX_TIMEOUT_S = 1e7
+
+
+class BuildError(RuntimeError):
+    def __init__(self, msg: str, status: int = 1):
+        super().__init__(msg)
+        self.status = status
+
+
+@dataclass
+class Prepared:
+    spec: RunSpec
+    topo: object
+    exp: object
+    plan: object
+    variant: object
+    engine: engines.QemuEngine
+    disk_model: object | None
+    key: str
+
+
+def prepare(spec: RunSpec) -> Prepared:
+    """Check everything that can be wrong with the input, before anything is
+    built or written: bad input leaves no trace in the database."""
+    try:
+        topo = topologies.load(spec.topology)
+        exp = experiments.load(spec.experiment)
+        plan = exp.resolve(topo, experiments.parse_overrides(spec.param_args()))
+        variant = kernel.Variant(topo.guest_isa, spec.flavor, spec.kernel)
+        kernel.check_variant(variant)
+        if spec.flavor not in kernel.FLAVORS:
+            raise kernel.BuildError(f"--flavor: expected one of {', '.join(kernel.FLAVORS)}, got {spec.flavor!r}")
+        if spec.qemu_mode not in qemu.MODES:
+            raise qemu.EngineError(f"--qemu-mode: expected one of {', '.join(qemu.MODES)}, got {spec.qemu_mode!r}")
+        engine = engines.get(spec.engine)
+        engine.check(spec)
+        quantum = qemu.check_quantum(spec.quantum_ns)
+        for name in ("timeout", "boot_timeout"):
+            v = getattr(spec, name)
+            if v is not None and not 0 < v < MAX_TIMEOUT_S:
+                raise qemu.EngineError(f"--{name.replace('_', '-')}: expected a positive number of seconds, "
+                                       f"got {v:g}")
+        disk_model = None
+        disk_name = spec.disk or topo.disk
+        if disk_name and disk_name != "host" and engine.ours and spec.qemu_mode == "icount":
+            disk_model = disks.get(disk_name, where="--disk" if spec.disk else f"{topo.path}: field 'disk.model'")
+        elif spec.disk and spec.disk != "host":
+            disks.get(spec.disk)  # a misspelt name is still an error
+        if spec.timing not in ("off", "fast", "detailed"):
+            raise timing.TimingError(f"--timing: expected off, fast or detailed, got {spec.timing!r}")
+        if spec.timing != "off":
+            timing.check(topo, spec.timing, spec.qemu_mode)
+    except (topologies.TopologyError, experiments.ExperimentError, kernel.BuildError, qemu.EngineError,
+            qemu_build.EngineBuildError, timing.TimingError, disks.DiskError) as e:
+        raise InputError(str(e)) from None
+    if quantum != spec.quantum_ns:
+        spec = RunSpec(**{**spec.__dict__, "quantum_ns": quantum})
+    key = run_key(spec, topo.sha256, plan.all_values, disk_model.label() if disk_model else spec.disk)
+    return Prepared(spec, topo, exp, plan, variant, engine, disk_model, key)
+
+
+def _wrapper():
+    """scons-wrapper/ is not an importable name: load its front module once."""
+    mod = sys.modules.get("scons_wrapper")
+    if mod is None:
+        spec = importlib.util.spec_from_file_location("scons_wrapper", REPO / "scons-wrapper" / "wrapper.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules["scons_wrapper"] = mod  # its dataclasses look their module up
+        spec.loader.exec_module(mod)
+    return mod
+
+
+def cache_dir() -> Path:
+    from bootstrap import bootstrap
+    return bootstrap.cache_dir()
+
+
+def build(prep: Prepared):
+    """Kernel, initramfs, our QEMU and (with --timing) the plugin, from the
+    cache when unchanged; BuildError (status 2: bad input such as a patch
+    that does not apply) otherwise."""
+    try:
+        return _wrapper().build(cache_dir(), prep.variant, prep.topo.guest_isa, prep.exp.name,
+                                timing=prep.spec.timing != "off")
+    except (RuntimeError, kernel.BuildError) as e:
+        raise BuildError(str(e), getattr(e, "status", 1)) from None
+
+
+def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = None, userland: bytes | None = None,
+            live=None) -> tuple[int, str]:
+    """Boot the kernel, run the experiment, store the run: (run id, status).
+    userland: the initramfs bytes to boot (a comparison boots every kernel
+    with the same bytes); live: an object with record(r) and tick() for
+    progress (analysis.summary.LiveProgress by default)."""
+    from analysis import db, records, summary
+    from analysis.rows import insert
+    from analysis.runrow import RunEnd, RunStart
+    from images import initramfs
+
+    spec, topo, exp, plan, variant = prep.spec, prep.topo, prep.exp, prep.plan, prep.variant
+    userland = built.userland if userland is None else userland
+    kmeta = kernel.load_meta(built.kernel_dir)
+    host = socket.gethostname()
+    db.reap_stale(con, host)
+    runs_root = Path(runs_dir).resolve() if runs_dir else Path(dbpath).resolve().parent / "runs"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    rdir = runs_root / f"{stamp}-{topo.name}-{exp.name}-{variant.patchset}-{os.getpid()}-{prep.key[:8]}"
+    rdir.mkdir(parents=True)
+
+    swap_mib = round(plan.params["swap_frac"] * topo.total_memory_mib) if plan.params["swap"] != "none" else 0
+    swap_img = None
+    if swap_mib > 0 and plan.params["swap"] == "disk":
+        swap_img = rdir / "swap.img"
+        with open(swap_img, "wb") as f:
+            f.truncate(swap_mib << 20)  # sparse: costs disk only as the guest swaps
+    swap_dev = "/dev/vda" if swap_img else (f"zram:{swap_mib}" if swap_mib else "")
+    # A data disk for experiments that declare one (disk_mib): ext2 made and
+    # mounted on /data by /init, the next virtio-blk after swap.
+    data_img = None
+    if plan.all_values.get("disk_mib", 0) > 0:
+        data_img = rdir / "data.img"
+        with open(data_img, "wb") as f:
+            f.truncate(int(plan.all_values["disk_mib"]) << 20)
+    data_dev = ("/dev/vdb" if swap_img else "/dev/vda") if data_img else ""
+    conf = (f"VMLAB_EXP={exp.name}\nVMLAB_CMD={shlex.quote(plan.command)}\n"
+            f"VMLAB_SWAP={swap_dev}\nVMLAB_DATA={data_dev}\nVMLAB_SEED={spec.seed}\n")
+    knobs = "".join(f"{name} {path} {value}\n" for name, path, value in plan.knobs())
+    initrd = rdir / "initramfs.cpio"
+    initrd.write_bytes(userland + initramfs.run_archive({"run.conf": conf, "knobs": knobs}))
+
+    plugin = timing_out = None
+    if spec.timing != "off":
+        timing_out = rdir / "timing.json"
+        conf_path = rdir / "timing.conf"
+        conf_path.write_text(timing.config_text(topo, spec.timing, timing_out, symbols=built.kernel_dir / "System.map",
+                                                bbv_dir=rdir if spec.timing == "fast" else None,
+                                                qemu_mode=spec.qemu_mode, stalls=not spec.no_stalls))
+        plugin = (built.plugin, conf_path)
+    inv = prep.engine.invocation(spec, topo, built, initrd, swap_img, data_img, plugin, prep.disk_model)
+    stalls = spec.timing == "detailed" and not spec.no_stalls and spec.qemu_mode == "icount"
+    console, qlog = rdir / "console.log", rdir / "qemu.log"
+    boot_to = spec.boot_timeout or qemu.boot_timeout_s(topo, spec.qemu_mode, spec.timing)
+    run_to = spec.timeout or plan.timeout_s * qemu.TIMING_SLOWDOWN[spec.timing]  # manifests time the model off
+    row = RunStart(
+        started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"), host=host, vmlab_version=vmlab_version(),
+        topology=topo.name, topology_sha256=topo.sha256, topology_toml=topo.text,
+        topology_shape=topo.shape(), nodes=topo.nodes, cpus=topo.cpus,
+        memory_mib_per_node=topo.memory_mib, scale=topo.scale, native_isa=topo.native_isa,
+        guest_isa=topo.guest_isa, experiment=exp.name,
+        params_json=summary.dumps({**plan.all_values, "command": plan.command}),
+        kernel_arch=variant.arch, kernel_release=kmeta["release"], kernel_source=kmeta["source_package"],
+        patch_set=variant.patchset, kernel_flavor=variant.flavor,
+        kernel_config_sha256=kmeta["config_sha256"], kernel_sha256=kmeta["kernel_sha256"],
+        initramfs_sha256=hashlib.sha256(userland).hexdigest(), engine=prep.engine.kind, engine_version=inv.label,
+        qemu_mode=spec.qemu_mode, timing_mode=spec.timing, seed=spec.seed,
+        clock_model=inv.clock_model, quantum_ns=inv.quantum_ns,
+        disk_model=prep.disk_model.label() if prep.disk_model and (swap_img or data_img) else None,
+        timing_plugin=(f"vmlab_timing sha256 {initramfs.sha256(built.plugin)[:12]}, built against "
+                       f"{inv.label}" if built.plugin else None),
+        command_line=" ".join(shlex.quote(str(c)) for c in inv.cmd), log_path=str(console),
+        limitations=summary.limitations(topo, spec.qemu_mode, spec.timing, swap_dev, data_dev, stalls,
+                                        disk_modeled=prep.disk_model is not None),
+        run_key=prep.key,
+    )
+    run_id = db.start_run(con, row)
+    print(f"run {run_id}: {topo.name} ({topo.shape()}, {topo.cpus} CPUs, {topo.memory_mib} MiB/node), "
+          f"kernel {variant.patchset}, {exp.name} {plan.command!r}, {inv.label}, {row.clock_model}; "
+          f"console {console}", flush=True)
+
+    outcome = None
+    try:
+        with (live or summary.LiveProgress(exp, plan, topo)) as prog:
+            outcome = prep.engine.run(inv, console, qlog, boot_to, run_to, on_record=prog.record, on_tick=prog.tick)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for img in (swap_img, data_img):
+            if img is not None:
+                img.unlink(missing_ok=True)
+        status = outcome.status if outcome else "aborted"
+        fields = RunEnd(
+            status=status, reason=outcome.reason if outcome else "interrupted (Ctrl-C)",
+            ended_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            wall_s=round(outcome.wall_s, 1) if outcome else None,
+            boot_wall_s=round(outcome.boot_wall_s, 1) if outcome and outcome.boot_wall_s else None,
+            log_sha256=initramfs.sha256(console) if console.exists() else None,
+            # the largest child's peak RSS: QEMU (the build's children are far smaller)
+            qemu_maxrss_kib=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
+        )
+        parsed = outcome.parsed if outcome else records.parse_bytes(console.read_bytes() if console.exists() else b"")
+        clocks = prep.engine.vcpu_clocks(qlog)
+        extras = [lambda c: insert(c, "vcpu_clocks", [{"run_id": run_id, "cpu": cpu, "insns": n, "stall_ps": st,
+                                                       "clock_ps": ps} for cpu, n, st, ps in clocks])]
+        if timing_out is not None and timing_out.exists():
+            from analysis import timing as timing_db
+            res = timing.load_results(timing_out)
+            ok, line = timing.map_matches_srat(topo, console.read_text(errors="replace")) \
+                if topo.guest_isa == "x86_64" else (True, "one node, no ACPI SRAT on this guest ISA to check")
+            extras.append(lambda c: timing_db.ingest(c, run_id, res, ("" if ok else "MISMATCH: ") + line))
+            if not ok:
+                print(f"warning: timing address map: {line}", file=sys.stderr)
+        elif timing_out is not None:
+            print(f"warning: the timing plugin wrote no results ({timing_out}); see {qlog}", file=sys.stderr)
+        db.finish_run(con, run_id, fields, parsed, topo, extra=lambda c: [f(c) for f in extras])
+    if status == "failed" and plugin is not None and outcome and outcome.boot_wall_s is None and qlog.exists():
+        bad = [ln for ln in qlog.read_text(errors="replace").splitlines() if "plugin" in ln.lower()]
+        if bad:  # QEMU refused the plugin: say why and what fixes it
+            print(f"error: the timing plugin did not load: {bad[-1].strip()[:300]}; rebuild it against the "
+                  f"installed QEMU with `./run.py build --timing {spec.timing}` (QEMU 10.x from bookworm-backports)",
+                  file=sys.stderr)
+    for err in parsed.errors[:5]:
+        print(f"warning: {console}: {err}", file=sys.stderr)
+    return run_id, status
+
+
+def vmlab_version() -> str:
+    r = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"], capture_output=True, text=True)
+    return r.stdout.strip() or "unknown"
+
+
+def run(spec: RunSpec, dbpath: Path, runs_dir: Path | None = None) -> tuple[int, str]:
+    """prepare, build and execute one run into `dbpath` (a worker's call)."""
+    from analysis import db
+    prep = prepare(spec)
+    built = build(prep)
+    con = db.connect(Path(dbpath))
+    try:
+        return execute(prep, built, con, Path(dbpath), runs_dir)
+    finally:
+        con.close()

@@ -1,0 +1,226 @@
+"""The study coordinator: register a study's runs, skip keys already `ok`,
+send the rest to a pool, merge each finished run into the study's database
+as it arrives (the coordinator is its only writer), retry runs whose worker
+died, and leave everything resumable at any moment.
+
+A killed coordinator loses no finished run: local tasks write into
+work/<study>/<key>/ beside the database, and the next start merges what
+they finished before it sends anything new.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import sys
+import tempfile
+import time
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from analysis import db
+from pipeline import merge, worker
+from pipeline.study import Study
+
+DONE = ("ok",)
+
+
+@dataclass
+class Tally:
+    total: int = 0
+    skipped: int = 0
+    ok: int = 0
+    failed: int = 0
+    lost: int = 0
+    retried: int = 0
+    running: int = 0
+    wall_s: float = 0.0
+    lines: list[str] = field(default_factory=list)
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def register(con: sqlite3.Connection, study: Study) -> int:
+    """The study's row and one study_runs row per key (kept across restarts)."""
+    with con:
+        con.execute("INSERT OR IGNORE INTO studies (name, path, sha256, toml, created_at) VALUES (?, ?, ?, ?, ?)",
+                    (study.name, str(study.path), study.sha256, study.text, now()))
+        sid = con.execute("SELECT id FROM studies WHERE name = ? AND sha256 = ?", (study.name, study.sha256)).fetchone()[0]
+        con.executemany("INSERT OR IGNORE INTO study_runs (study_id, key, position, axes_json, spec_json, updated_at) "
+                        "VALUES (?, ?, ?, ?, ?, ?)",
+                        [(sid, r.key, r.position, json.dumps(r.axes, sort_keys=True), r.spec.to_json(), now())
+                         for r in study.runs])
+    return sid
+
+
+def link_done(con: sqlite3.Connection, sid: int) -> int:
+    """Keys that already have an `ok` run in this database (from this study,
+    another, or a single ./run.py run) are done."""
+    with con:
+        n = con.execute("""
+            UPDATE study_runs SET status = 'ok', updated_at = ?,
+                run_id = (SELECT MAX(id) FROM runs WHERE runs.run_key = study_runs.key AND runs.status = 'ok'),
+                executed_on = COALESCE(executed_on, (SELECT host FROM runs WHERE id =
+                    (SELECT MAX(id) FROM runs WHERE runs.run_key = study_runs.key AND runs.status = 'ok')))
+            WHERE study_id = ? AND status != 'ok'
+              AND EXISTS (SELECT 1 FROM runs WHERE runs.run_key = study_runs.key AND runs.status = 'ok')""",
+                        (now(), sid)).rowcount
+    return n
+
+
+def store(con, dbpath: Path, sid: int, key: str, result: dict, runs_root: Path) -> tuple[int | None, str]:
+    """Merge one task's database; (run id in the study database, status)."""
+    if not result.get("db"):
+        return None, "lost"
+    with tempfile.NamedTemporaryFile(suffix=".db", dir=dbpath.parent, delete=False) as f:
+        f.write(result["db"])
+        tmp = Path(f.name)
+    try:
+        src = sqlite3.connect(tmp)
+        wid, status = src.execute("SELECT id, status FROM runs ORDER BY id DESC LIMIT 1").fetchone() or (None, None)
+        src.close()
+        if wid is None or status == "running":
+            return None, "lost"
+        logs = {}
+        if result.get("console"):
+            d = runs_root / key[:16]
+            d.mkdir(parents=True, exist_ok=True)
+            (d / "console.log").write_bytes(zlib.decompress(result["console"]))
+            logs[wid] = str(d / "console.log")
+        mapping = merge.merge(con, tmp, logs)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return mapping[wid], ("lost" if status == "aborted" else status)
+
+
+def record(con, sid: int, key: str, status: str, run_id: int | None, where: str | None) -> None:
+    with con:
+        con.execute("UPDATE study_runs SET status = ?, run_id = COALESCE(?, run_id), attempts = attempts + 1, "
+                    "executed_on = COALESCE(?, executed_on), updated_at = ? WHERE study_id = ? AND key = ?",
+                    (status, run_id, where, now(), sid, key))
+
+
+def adopt_orphans(con, dbpath: Path, sid: int, workroot: Path, runs_root: Path, tally: Tally) -> None:
+    """Task directories a killed coordinator left: merge the runs that
+    finished, stop the ones still going (they are re-run)."""
+    if not workroot.exists():
+        return
+    for wd in sorted(p for p in workroot.iterdir() if p.is_dir()):
+        key = wd.name
+        dbf = wd / "run.db"
+        row = None
+        if dbf.exists():
+            try:
+                c = sqlite3.connect(f"file:{dbf}?mode=ro", uri=True)
+                row = c.execute("SELECT status, pid FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+                c.close()
+            except sqlite3.Error:
+                row = None
+        if row and row[0] == "running" and row[1]:
+            try:
+                os.killpg(row[1], signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if row and row[0] in ("ok", "failed"):
+            result = worker.collect(wd)
+            run_id, status = store(con, dbpath, sid, key, result, runs_root)
+            if run_id is not None:
+                record(con, sid, key, status, run_id, f"{os.uname().nodename} (local pool, adopted after a restart)")
+                tally.lines.append(f"adopted run {run_id} ({status}) that finished after the coordinator stopped")
+        _rmtree(wd)
+
+
+def _rmtree(p: Path) -> None:
+    import shutil
+    shutil.rmtree(p, ignore_errors=True)
+
+
+def execute(study: Study, dbpath: Path, pool, retries: int = 2, rerun: bool = False, build=None,
+            progress=None) -> tuple[int, Tally]:
+    """Run what is missing of `study` on `pool`; (study id, tally)."""
+    dbpath = Path(dbpath).resolve()
+    con = db.connect(dbpath)
+    sid = register(con, study)
+    tally = Tally(total=len(study.runs))
+    runs_root = dbpath.parent / "runs" / f"study-{sid}"
+    workroot = dbpath.parent / "work" / f"study-{sid}"
+    adopt_orphans(con, dbpath, sid, workroot, runs_root, tally)
+    if rerun:
+        with con:
+            con.execute("UPDATE study_runs SET status = 'pending' WHERE study_id = ?", (sid,))
+    else:
+        link_done(con, sid)
+    state = {k: s for k, s in con.execute("SELECT key, status FROM study_runs WHERE study_id = ?", (sid,))}
+    todo = [r for r in study.runs if rerun or state.get(r.key) not in DONE]
+    tally.skipped = len(study.runs) - len(todo)
+    if build is not None and todo:
+        build(todo)  # images once per cache, before the pool fans out
+    attempts = {r.key: 0 for r in todo}
+    by_key = {r.key: r for r in todo}
+    queue = list(todo)
+    live: dict = {}  # future -> key
+    t0 = time.monotonic()
+    try:
+        while queue or live:
+            while queue and len(live) < pool.workers:
+                r = queue.pop(0)
+                attempts[r.key] += 1
+                _rmtree(workroot / r.key)  # a lost attempt's files: its run was not merged
+                live[pool.submit(r.key, r.spec.to_json(), workroot / r.key)] = r.key
+            tally.running = len(live)
+            if progress:
+                progress(tally)
+            finished = [f for f in live if f.done()]
+            if not finished:
+                time.sleep(0.5)
+                continue
+            for f in finished:
+                key = live.pop(f)
+                r = by_key[key]
+                try:
+                    result = f.result()
+                    run_id, status = store(con, dbpath, sid, key, result, runs_root)
+                    where = result.get("where")
+                except Exception as e:  # the worker died (Dask: KilledWorker) or the task broke
+                    run_id, status, where = None, "lost", None
+                    tally.lines.append(f"{_label(r)}: worker lost ({type(e).__name__}: {str(e)[:200]})")
+                if status == "lost" and attempts[key] <= retries:
+                    tally.retried += 1
+                    tally.lines.append(f"{_label(r)}: lost on attempt {attempts[key]}; retrying")
+                    with con:
+                        con.execute("UPDATE study_runs SET attempts = attempts + 1, updated_at = ? "
+                                    "WHERE study_id = ? AND key = ?", (now(), sid, key))
+                    queue.append(r)
+                else:
+                    record(con, sid, key, status, run_id, where)
+                    setattr(tally, status if status in ("ok", "failed") else "lost",
+                            getattr(tally, status if status in ("ok", "failed") else "lost") + 1)
+                    tally.lines.append(f"run {run_id or '-'} {status}: {_label(r)}" + (f" on {where}" if where else ""))
+                _rmtree(workroot / key)
+    except KeyboardInterrupt:
+        worker.stop_all()
+        pool.close(cancel=True)
+        tally.wall_s = time.monotonic() - t0
+        raise
+    pool.close()
+    tally.running = 0
+    tally.wall_s = time.monotonic() - t0
+    if progress:
+        progress(tally)
+    return sid, tally
+
+
+def _label(r) -> str:
+    return " ".join(f"{k}={v}" for k, v in r.axes.items())
+
+
+def status_counts(con, sid: int) -> dict[str, int]:
+    return dict(con.execute("SELECT status, COUNT(*) FROM study_runs WHERE study_id = ? GROUP BY status", (sid,)))
+
+
+def say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)

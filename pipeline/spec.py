@@ -1,0 +1,94 @@
+"""What defines one run, as data: the CLI, a study and a cluster task all
+build a RunSpec, and `prepare` checks it against the stages (topology,
+experiment, kernel, engine, timing) before anything is built or written.
+
+A run's key hashes what defines its result once resolved: the topology's
+content (not its name), the experiment and every resolved parameter, the
+kernel (patch set, flavor), how guest time is kept (engine, mode, quantum,
+disk model, timing mode, stalls, HMAT, kernel command line), the seed and
+the repeat index. Limits (timeouts) and code versions are not in it: a
+study skips a key already `ok` in its database; re-running after changing
+vmlab's own code is asked for with --rerun.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, fields
+
+KEY_VERSION = 1  # bump when what the key covers changes
+
+
+class InputError(ValueError):
+    """Bad input, found before a run: one line naming the file or option,
+    the field and what was expected."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    topology: str = "gs1280-32"
+    experiment: str = "memeater"
+    params: tuple[tuple[str, str], ...] = ()   # overrides, as `--param name=value` gives them
+    kernel: str = "vanilla"                     # one patch set of images/patches/
+    flavor: str = "default"
+    qemu_mode: str = "icount"
+    quantum_ns: float = 1000
+    engine: str = "vmlab"
+    disk: str | None = None                     # a disks.toml model, 'host', or the topology's
+    timing: str = "off"
+    no_stalls: bool = False
+    no_hmat: bool = False
+    timeout: float | None = None
+    boot_timeout: float | None = None
+    kernel_append: str = ""
+    seed: int = 0
+    repeat: int = 0                             # a study's repeat index: same inputs, its own key
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "RunSpec":
+        d = json.loads(text)
+        names = {f.name for f in fields(cls)}
+        unknown = set(d) - names
+        if unknown:
+            raise InputError(f"run spec: unknown field(s) {', '.join(sorted(unknown))}")
+        d["params"] = tuple(tuple(p) for p in d.get("params", ()))
+        return cls(**d)
+
+    def with_params(self, params: dict) -> "RunSpec":
+        return _replace(self, params=tuple(sorted((str(k), _text(v)) for k, v in params.items())))
+
+    def param_args(self) -> list[str]:
+        return [f"{k}={v}" for k, v in self.params]
+
+
+def _replace(spec: RunSpec, **kw) -> RunSpec:
+    return RunSpec(**{**asdict(spec), **kw})
+
+
+def _text(v) -> str:
+    if isinstance(v, bool):
+        return str(v).lower()
+    return str(v)
+
+
+def run_key(spec: RunSpec, topology_sha256: str, resolved_params: dict, disk_label: str | None) -> str:
+    """sha256 of what defines the run's result (see the module's docstring)."""
+    what = {
+        "v": KEY_VERSION,
+        "topology_sha256": topology_sha256,
+        "experiment": spec.experiment,
+        "params": {k: resolved_params[k] for k in sorted(resolved_params)},
+        "kernel": spec.kernel, "flavor": spec.flavor,
+        "engine": spec.engine, "qemu_mode": spec.qemu_mode,
+        "quantum_ns": float(spec.quantum_ns) if spec.qemu_mode == "icount" else None,
+        "disk": disk_label, "timing": spec.timing, "stalls": spec.timing == "detailed" and not spec.no_stalls,
+        "hmat": not spec.no_hmat, "kernel_append": spec.kernel_append.strip(),
+        "seed": spec.seed, "repeat": spec.repeat,
+    }
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
+
+
+__all__ = ["InputError", "RunSpec", "run_key"]

@@ -1,0 +1,190 @@
+"""A study file (studies/*.toml): a matrix of runs.
+
+    name = "numa-cost"
+    description = "..."
+    repeats = 1                        # runs of each combination (own keys)
+
+    [axes]                             # the product of these lists
+    topology = ["gs1280-8", "x86-2s"]
+    experiment = ["latprobe", "memeater"]
+    kernel = ["vanilla"]
+    seed = [0]
+
+    [run]                              # RunSpec fields fixed for every run
+    timing = "detailed"
+
+    [params]                           # every run's experiment parameters;
+    swap = "none"                      # a list is an axis too
+
+    [experiment.latprobe.params]       # parameters for one experiment only
+    laps = 1
+
+    [[matrix]]                         # optional: several products, each with its
+    axes.topology = ["x86-4s"]         # own axes/run/params over the top level's
+
+Every combination is checked like a single run (pipeline.execute.prepare)
+before anything runs, so a bad study starts nothing. Keys dedupe: the same
+run named twice runs once.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from pipeline.execute import prepare
+from pipeline.spec import InputError, RunSpec
+
+MAX_RUNS = 5000          # a study past this is a typo, not a plan (one host runs ~20 an hour)
+MAX_AXIS = 500
+MAX_REPEATS = 100
+AXES = ("topology", "experiment", "kernel", "seed", "timing", "flavor", "quantum_ns", "disk", "qemu_mode")
+RUN_FIELDS = {f.name for f in fields(RunSpec)} - {"params", "repeat"}
+TOP_KEYS = {"name", "description", "repeats", "axes", "run", "params", "experiment", "matrix"}
+GROUP_KEYS = {"name", "axes", "run", "params", "experiment", "repeats"}
+
+
+@dataclass
+class PlannedRun:
+    position: int
+    key: str
+    spec: RunSpec
+    axes: dict        # what varies, for the report and progress lines
+    prep: object      # pipeline.execute.Prepared
+
+
+@dataclass
+class Study:
+    name: str
+    description: str
+    path: Path
+    text: str
+    sha256: str
+    runs: list[PlannedRun]
+
+
+def _err(path, field, expected, got=None) -> InputError:
+    tail = "" if got is None else f", got {got!r}"
+    return InputError(f"{path}: field '{field}': expected {expected}{tail}")
+
+
+def _table(path, data, field, allowed=None) -> dict:
+    v = data.get(field, {})
+    if not isinstance(v, dict):
+        raise _err(path, field, "a table", v)
+    if allowed is not None:
+        for k in v:
+            if k not in allowed:
+                raise _err(path, f"{field}.{k}", f"one of {', '.join(sorted(allowed))}")
+    return v
+
+
+def _scalar(v) -> bool:
+    return isinstance(v, (str, int, float, bool))
+
+
+def _axis(path, field, v) -> list:
+    vals = v if isinstance(v, list) else [v]
+    if not vals or len(vals) > MAX_AXIS or not all(_scalar(x) for x in vals):
+        raise _err(path, field, f"a value or a list of 1 to {MAX_AXIS} values", v)
+    return vals
+
+
+def _groups(path: Path, data: dict) -> list[dict]:
+    for k in data:
+        if k not in TOP_KEYS:
+            raise _err(path, k, f"one of {', '.join(sorted(TOP_KEYS))}")
+    top = {k: data[k] for k in GROUP_KEYS & data.keys()}
+    matrix = data.get("matrix", [{}])
+    if not isinstance(matrix, list) or not matrix or not all(isinstance(g, dict) for g in matrix):
+        raise _err(path, "matrix", "an array of tables ([[matrix]])", matrix)
+    out = []
+    for i, g in enumerate(matrix):
+        for k in g:
+            if k not in GROUP_KEYS:
+                raise _err(path, f"matrix[{i}].{k}", f"one of {', '.join(sorted(GROUP_KEYS))}")
+        merged = {}
+        for part in ("axes", "run", "params"):
+            merged[part] = {**_table(path, top, part), **_table(path, g, part)}
+        merged["experiment"] = {**_table(path, top, "experiment"), **_table(path, g, "experiment")}
+        merged["repeats"] = g.get("repeats", top.get("repeats", 1))
+        merged["where"] = f"matrix[{i}]." if "matrix" in data else ""
+        out.append(merged)
+    return out
+
+
+def load(path: Path | str) -> Study:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise InputError(f"{path}: cannot read the study file ({e.strerror})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"{path}: not valid TOML ({e})") from None
+    name = data.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise _err(path, "name", "a non-empty string", name)
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise _err(path, "description", "a string", description)
+    planned: dict[str, PlannedRun] = {}
+    total = 0  # combinations named, duplicates included: bounded before each is checked
+    for g in _groups(path, data):
+        w = g["where"]
+        reps = g["repeats"]
+        if isinstance(reps, bool) or not isinstance(reps, int) or not 1 <= reps <= MAX_REPEATS:
+            raise _err(path, f"{w}repeats", f"an integer from 1 to {MAX_REPEATS}", reps)
+        for k in g["axes"]:
+            if k not in AXES:
+                raise _err(path, f"{w}axes.{k}", f"one of {', '.join(AXES)}")
+        for k, v in g["run"].items():
+            if k not in RUN_FIELDS:
+                raise _err(path, f"{w}run.{k}", f"a run option ({', '.join(sorted(RUN_FIELDS))})")
+            if not _scalar(v):
+                raise _err(path, f"{w}run.{k}", "a single value", v)
+        axes = {k: _axis(path, f"{w}axes.{k}", v) for k, v in g["axes"].items()}
+        if "experiment" not in axes and "experiment" not in g["run"]:
+            raise _err(path, f"{w}axes.experiment", "the experiments to run (a list of experiments/ folders)")
+        names = list(axes)
+        # Count before checking anything: an absurd matrix is refused at once.
+        exps = axes.get("experiment", [g["run"].get("experiment")])
+        others = math.prod(len(v) for k, v in axes.items() if k != "experiment")
+        for e in exps:
+            own = g["experiment"].get(str(e), {})
+            own = own.get("params", {}) if isinstance(own, dict) else {}
+            per = math.prod(len(v) if isinstance(v, list) else 1 for v in {**g["params"], **own}.values())
+            total += others * per * reps
+        if total > MAX_RUNS:
+            raise _err(path, f"{w}axes", f"a study of at most {MAX_RUNS} runs, got {total}")
+        for combo in itertools.product(*(axes[n] for n in names)):
+            chosen = dict(zip(names, combo))
+            exp = chosen.get("experiment", g["run"].get("experiment"))
+            own = _table(path, g["experiment"], str(exp), {"params"}).get("params", {}) if str(exp) in \
+                g["experiment"] else {}
+            params = {**g["params"], **own}
+            p_axes = {k: _axis(path, f"{w}params.{k}", v) for k, v in params.items()}
+            for pcombo in itertools.product(*p_axes.values()):
+                pvals = dict(zip(p_axes, pcombo))
+                for rep in range(reps):
+                    fields_ = {**g["run"], **chosen, "repeat": rep}
+                    try:
+                        spec = RunSpec(**{k: v for k, v in fields_.items() if k != "params"}).with_params(pvals)
+                        prep = prepare(spec)
+                    except TypeError as e:
+                        raise InputError(f"{path}: {e}") from None
+                    except InputError as e:
+                        raise InputError(f"{path}: run {json.dumps({**chosen, **pvals, 'repeat': rep})}: {e}") \
+                            from None
+                    if prep.key not in planned:
+                        varied = {**chosen, **{f"param.{k}": v for k, v in pvals.items() if len(p_axes[k]) > 1}}
+                        if reps > 1:
+                            varied["repeat"] = rep
+                        planned[prep.key] = PlannedRun(len(planned), prep.key, prep.spec, varied, prep)
+    return Study(name.strip(), description, path, text, hashlib.sha256(text.encode()).hexdigest(),
+                 list(planned.values()))

@@ -1,0 +1,129 @@
+"""`./run.py study FILE`: run what is missing of a study, then write its
+report. Options: --workers N (local pool), --dask ADDRESS, --retries,
+--rerun, --dry-run (list the runs and their keys), --no-report."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pipeline.spec import InputError
+
+
+def fail(msg: str, code: int = 2):
+    print(f"error: {msg}", file=sys.stderr)
+    sys.exit(code)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="./run.py study", description=(
+        "Run a study file's matrix of runs (studies/*.toml): runs already ok under the same key are skipped, so "
+        "an interrupted study resumes. Then writes the HTML report (report/study-N/index.html)."))
+    p.add_argument("file", help="a study file, e.g. studies/numa-cost.toml")
+    p.add_argument("--db", default="results.db", help="the study's database (default ./results.db)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="local pool size (default: one per host core, fewer if the guests would not fit in memory)")
+    p.add_argument("--dask", metavar="ADDRESS", help="run on an existing Dask cluster (tcp://head:8786)")
+    p.add_argument("--retries", type=int, default=2, help="re-runs of a run whose worker died (default 2)")
+    p.add_argument("--rerun", action="store_true", help="run every key again, even those already ok")
+    p.add_argument("--dry-run", action="store_true", help="list the runs, their keys and whether they are done")
+    p.add_argument("--no-report", action="store_true", help="do not write the report at the end")
+    return p
+
+
+def prebuild(todo) -> None:
+    """Each distinct image set once, before the pool fans out: the builds
+    take the cache's lock one at a time anyway, and their output is easier
+    to read alone."""
+    from pipeline.execute import BuildError, build
+    seen = set()
+    for r in todo:
+        p = r.prep
+        what = (p.variant, p.topo.guest_isa, p.exp.name, p.spec.timing != "off")
+        if what in seen:
+            continue
+        seen.add(what)
+        try:
+            build(p)
+        except BuildError as e:
+            fail(str(e), e.status)
+
+
+class Progress:
+    """A bar over the whole matrix on a terminal (done / running / failed,
+    ETA); a line per finished run otherwise."""
+
+    def __init__(self, total: int, where: str):
+        self.tty = sys.stderr.isatty()
+        self.shown = 0
+        self.bar = None
+        if self.tty:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, \
+                TimeElapsedColumn, TimeRemainingColumn
+            self.bar = Bar(TextColumn("study"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[state]}"),
+                           TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+            self.bar.start()
+            self.task = self.bar.add_task("study", total=total, state="")
+        print(f"study: {total} runs on {where}", file=sys.stderr, flush=True)
+
+    def __call__(self, t) -> None:
+        for line in t.lines[self.shown:]:
+            (self.bar.console.print if self.bar else lambda m: print(m, file=sys.stderr, flush=True))(f"  {line}")
+        self.shown = len(t.lines)
+        done = t.skipped + t.ok + t.failed + t.lost
+        state = f"ok {t.ok + t.skipped} · running {t.running} · failed {t.failed + t.lost}"
+        if self.bar:
+            self.bar.update(self.task, completed=done, state=state)
+
+    def stop(self) -> None:
+        if self.bar:
+            self.bar.stop()
+
+
+def main(argv: list[str]) -> int:
+    from analysis import db
+    from pipeline import pools, runner, study as study_mod
+    a = parser().parse_args(argv)
+    if a.workers is not None and not 1 <= a.workers <= 256:
+        fail(f"--workers: expected 1 to 256, got {a.workers}")
+    if not 0 <= a.retries <= 10:
+        fail(f"--retries: expected 0 to 10, got {a.retries}")
+    try:
+        st = study_mod.load(a.file)
+    except InputError as e:
+        fail(str(e))
+    dbpath = Path(a.db).resolve()
+    if a.dry_run:
+        con = db.connect(dbpath) if dbpath.exists() else None
+        for r in st.runs:
+            ok = con and con.execute("SELECT 1 FROM runs WHERE run_key = ? AND status = 'ok'", (r.key,)).fetchone()
+            print(f"{r.position:4d} {r.key[:12]} {'ok  ' if ok else 'todo'} {runner._label(r)}")
+        print(f"{len(st.runs)} runs")
+        return 0
+    if a.dask:
+        try:
+            pool = pools.DaskPool(a.dask)
+        except (OSError, TimeoutError, ValueError) as e:
+            fail(f"--dask {a.dask}: cannot reach the scheduler ({e})")
+        build = None  # each worker builds what it needs in its own cache
+    else:
+        largest = max(r.prep.topo.total_memory_mib for r in st.runs) if st.runs else 0
+        pool = pools.LocalPool(a.workers or pools.local_size(largest))
+        build = prebuild
+    prog = Progress(len(st.runs), pool.where)
+    try:
+        sid, t = runner.execute(st, dbpath, pool, retries=a.retries, rerun=a.rerun, build=build, progress=prog)
+    except KeyboardInterrupt:
+        prog.stop()
+        print("study interrupted: finished runs are stored; run the same command to resume", file=sys.stderr)
+        return 130
+    prog.stop()
+    con = db.connect(dbpath)
+    counts = runner.status_counts(con, sid)
+    print(f"study {sid} ({st.name}): {len(st.runs)} runs: {t.skipped} already done, {t.ok} ok, {t.failed} failed, "
+          f"{t.lost} lost, {t.retried} retried; {t.wall_s:.0f} s on {pool.where}")
+    print("  by status in the database: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    if not a.no_report:
+        from analysis import report
+        report.main(["--study", str(sid), "--db", str(dbpath)])
+    return 0 if counts.get("ok", 0) == len(st.runs) else 1

@@ -1,0 +1,222 @@
+"""Studies without guests: expansion and keys, bad study files, the merge of
+worker databases, and the coordinator's retry and resume with a pool whose
+tasks return real run databases (made by the real schema, no QEMU)."""
+import sqlite3
+import threading
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+
+import topologies
+from analysis import db
+from analysis.rows import insert
+from pipeline import merge, runner, study
+from pipeline.spec import InputError, RunSpec
+from tests.runrows import run_end, run_start
+
+
+def write(tmp_path, text, name="s.toml") -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+BASE = """
+name = "t"
+[axes]
+topology = ["x86-2s", "gs1280-8"]
+experiment = ["latprobe", "memeater"]
+kernel = ["vanilla"]
+[experiment.latprobe.params]
+laps = [1, 2]
+swap = "none"
+"""
+
+
+def test_the_product_expands_with_per_experiment_parameter_axes(tmp_path):
+    s = study.load(write(tmp_path, BASE))
+    # latprobe: 2 topologies x 2 laps; memeater: 2 topologies
+    assert len(s.runs) == 6
+    lat = [r for r in s.runs if r.spec.experiment == "latprobe"]
+    assert sorted((r.spec.topology, dict(r.spec.params)["laps"]) for r in lat) == [
+        ("gs1280-8", "1"), ("gs1280-8", "2"), ("x86-2s", "1"), ("x86-2s", "2")]
+    assert all("param.laps" in r.axes for r in lat)
+    assert len({r.key for r in s.runs}) == 6
+
+
+def test_keys_follow_what_defines_a_run_and_nothing_else(tmp_path):
+    a = study.load(write(tmp_path, BASE)).runs
+    # a timeout is a limit, not a definition: same keys
+    b = study.load(write(tmp_path, BASE + "[run]\ntimeout = 999\n", "b.toml")).runs
+    assert [r.key for r in a] == [r.key for r in b]
+    # a seed changes every key
+    c = study.load(write(tmp_path, BASE + "[run]\nseed = 7\n", "c.toml")).runs
+    assert not {r.key for r in a} & {r.key for r in c}
+    # the key follows the topology's content, not its name
+    topo = (Path(topologies.__file__).parent / "x86-2s.toml").read_text()
+    (tmp_path / "x86-2s.toml").write_text(topo)
+    (tmp_path / "x86-2s-edited.toml").write_text(topo.replace("81.0", "82.0", 1))
+    base = dict(experiment="memeater")
+    from pipeline.execute import prepare
+    same = prepare(RunSpec(topology=str(tmp_path / "x86-2s.toml"), **base)).key
+    assert same == prepare(RunSpec(topology="x86-2s", **base)).key
+    assert same != prepare(RunSpec(topology=str(tmp_path / "x86-2s-edited.toml"), **base)).key
+
+
+def test_repeats_get_their_own_keys_and_duplicates_collapse(tmp_path):
+    s = study.load(write(tmp_path, """
+name = "r"
+repeats = 3
+[[matrix]]
+axes.topology = ["x86-2s"]
+axes.experiment = ["memeater"]
+[[matrix]]
+axes.topology = ["x86-2s"]
+axes.experiment = ["memeater"]
+"""))
+    assert len(s.runs) == 3 and sorted(r.spec.repeat for r in s.runs) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("text, field", [
+    ('name = "x"\n[axes]\ntopology = ["x86-2s"]\nexperiment = ["nope"]\n', "nope"),
+    ('name = "x"\n[axes]\ntopology = ["x86-2s"]\nexperiment = ["memeater"]\ncolour = ["red"]\n', "axes.colour"),
+    ('name = "x"\n[axes]\ntopology = ["x86-2s"]\nexperiment = ["memeater"]\n[run]\ntimeout = -5\n', "--timeout"),
+    ('name = "x"\n[axes]\ntopology = ["x86-2s"]\nexperiment = ["memeater"]\n[params]\nchunks = "many"\n', "chunks"),
+    ('name = "x"\nrepeats = 0\n[axes]\ntopology = ["x86-2s"]\nexperiment = ["memeater"]\n', "repeats"),
+    ('[axes]\nexperiment = ["memeater"]\n', "name"),
+    ('name = "x"\n[axes]\ntopology = ["x86-2s"]\n', "axes.experiment"),
+    ('name = "x"\n[axes]\ntopology = ["x86-2s"]\nexperiment = ["memeater"]\nseed = [{"a" = 1}]\n', "axes.seed"),
+    ('name = "x"\n[axes]\nexperiment = ["memeater"]\nseed = ' + repr(list(range(400))) + '\n'
+     '[params]\ncycles = ' + repr(list(range(1, 20))) + '\n', "at most"),
+])
+def test_a_bad_study_is_one_line_naming_the_file_and_field(tmp_path, text, field):
+    p = write(tmp_path, text)
+    with pytest.raises(InputError) as e:
+        study.load(p)
+    msg = str(e.value)
+    assert "\n" not in msg and str(p) in msg and field in msg
+
+
+# --- merge and the coordinator, with real run databases -------------------------
+TOPO = topologies.load("x86-2s")
+
+
+def worker_db(path: Path, key: str, status="ok", host="w1", n_metrics=3) -> bytes:
+    con = db.connect(path)
+    rid = db.start_run(con, run_start(TOPO, run_key=key, host=host, started_at=f"t-{key}"))
+    # hang rows off the run in two tables, so remapping is visible
+    with con:
+        insert(con, "metrics", [{"run_id": rid, "name": f"m{i}", "value": i, "unit": "x"} for i in range(n_metrics)])
+        insert(con, "vcpu_clocks", [{"run_id": rid, "cpu": 0, "insns": 5, "stall_ps": 0, "clock_ps": 9}])
+    con.execute("UPDATE runs SET status = ? WHERE id = ?", (status, rid))
+    con.commit()
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.execute("PRAGMA journal_mode=DELETE")
+    con.close()
+    return path.read_bytes()
+
+
+def test_merge_remaps_run_ids_and_never_copies_a_run_twice(tmp_path):
+    dst = db.connect(tmp_path / "study.db")
+    # the study database already has runs, so worker ids 1.. collide
+    for i in range(3):
+        db.start_run(dst, run_start(TOPO, started_at=f"old{i}"))
+    worker_db(tmp_path / "w.db", "k1")
+    m = merge.merge(dst, tmp_path / "w.db", {1: "/new/console.log"})
+    assert m == {1: 4}
+    r = dst.execute("SELECT run_key, log_path, status FROM runs WHERE id = 4").fetchone()
+    assert tuple(r) == ("k1", "/new/console.log", "ok")
+    assert dst.execute("SELECT COUNT(*) FROM metrics WHERE run_id = 4").fetchone()[0] == 3
+    assert dst.execute("SELECT insns FROM vcpu_clocks WHERE run_id = 4").fetchone()[0] == 5
+    # the same file again: found, not duplicated
+    assert merge.merge(dst, tmp_path / "w.db") == {1: 4}
+    assert dst.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 4
+    assert dst.execute("SELECT COUNT(*) FROM metrics").fetchone()[0] == 3
+
+
+def test_merge_refuses_a_worker_with_another_schema(tmp_path):
+    dst = db.connect(tmp_path / "study.db")
+    worker_db(tmp_path / "w.db", "k1")
+    c = sqlite3.connect(tmp_path / "w.db")
+    c.execute("PRAGMA user_version = 99")
+    c.commit()
+    c.close()
+    with pytest.raises(merge.MergeError, match="another vmlab version"):
+        merge.merge(dst, tmp_path / "w.db")
+    assert dst.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+
+
+class FakePool:
+    """Tasks answer at once with a real worker database; keys in `die` lose
+    their worker on the first attempt (as a Dask KilledWorker would)."""
+    workers = 2
+    where = "fake pool"
+
+    def __init__(self, tmp, die=(), fail=()):
+        self.tmp, self.die, self.fail = tmp, set(die), set(fail)
+        self.submitted = []
+        self.lock = threading.Lock()
+
+    def submit(self, key, spec_json, workdir=None):
+        with self.lock:
+            self.submitted.append(key)
+            n = self.submitted.count(key)
+        f = Future()
+        if key in self.die and n == 1:
+            f.set_exception(RuntimeError("worker died"))
+        else:
+            data = worker_db(self.tmp / f"w-{key[:8]}-{n}.db", key, "failed" if key in self.fail else "ok",
+                             host=f"w{n}")
+            f.set_result({"db": data, "console": None, "where": f"w{n}", "rc": 0})
+        return f
+
+    def close(self, cancel=False):
+        pass
+
+
+def test_the_coordinator_retries_lost_runs_and_a_second_start_runs_nothing(tmp_path):
+    s = study.load(write(tmp_path, BASE))
+    keys = [r.key for r in s.runs]
+    pool = FakePool(tmp_path, die=[keys[0]], fail=[keys[1]])
+    sid, t = runner.execute(s, tmp_path / "study.db", pool, retries=1)
+    assert (t.ok, t.failed, t.lost, t.retried) == (5, 1, 0, 1)
+    con = db.connect(tmp_path / "study.db")
+    rows = {r["key"]: r for r in con.execute("SELECT * FROM study_runs WHERE study_id = ?", (sid,))}
+    assert rows[keys[0]]["status"] == "ok" and rows[keys[0]]["attempts"] == 2
+    assert rows[keys[0]]["executed_on"] == "w2"
+    assert rows[keys[1]]["status"] == "failed"
+    # every study row points at its own merged run, with the right key
+    for k, r in rows.items():
+        assert con.execute("SELECT run_key FROM runs WHERE id = ?", (r["run_id"],)).fetchone()[0] == k
+    assert con.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 6
+    # resume: only the failed key runs again
+    pool2 = FakePool(tmp_path)
+    sid2, t2 = runner.execute(s, tmp_path / "study.db", pool2)
+    assert sid2 == sid and pool2.submitted == [keys[1]] and t2.skipped == 5 and t2.ok == 1
+
+
+def test_a_run_done_outside_the_study_counts_for_its_key(tmp_path):
+    s = study.load(write(tmp_path, BASE))
+    con = db.connect(tmp_path / "study.db")
+    rid = db.start_run(con, run_start(TOPO, run_key=s.runs[2].key))
+    db.finish_run(con, rid, run_end(), __import__("analysis.records", fromlist=["x"]).parse_bytes(b""), TOPO)
+    pool = FakePool(tmp_path)
+    sid, t = runner.execute(s, tmp_path / "study.db", pool)
+    assert s.runs[2].key not in pool.submitted and t.skipped == 1
+    assert con.execute("SELECT run_id FROM study_runs WHERE key = ?", (s.runs[2].key,)).fetchone()[0] == rid
+
+
+def test_a_task_that_finished_after_the_coordinator_died_is_adopted(tmp_path):
+    s = study.load(write(tmp_path, BASE))
+    con = db.connect(tmp_path / "study.db")
+    sid = runner.register(con, s)
+    # what a local task leaves in its directory when it outlives the coordinator
+    wd = tmp_path / "work" / f"study-{sid}" / s.runs[0].key
+    wd.mkdir(parents=True)
+    worker_db(wd / "run.db", s.runs[0].key)
+    pool = FakePool(tmp_path)
+    _, t = runner.execute(s, tmp_path / "study.db", pool)
+    assert s.runs[0].key not in pool.submitted and not wd.exists()
+    assert any("adopted" in line for line in t.lines)
+    assert con.execute("SELECT COUNT(*) FROM runs WHERE run_key = ?", (s.runs[0].key,)).fetchone()[0] == 1
