@@ -93,7 +93,8 @@ def store(con, dbpath: Path, sid: int, key: str, result: dict, runs_root: Path) 
             logs[wid] = str(d / "console.log")
         mapping = merge.merge(con, tmp, logs)
     finally:
-        tmp.unlink(missing_ok=True)
+        for f in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):  # a killed worker's file is still in WAL mode
+            f.unlink(missing_ok=True)
     return mapping[wid], ("lost" if status == "aborted" else status)
 
 

@@ -94,6 +94,15 @@ def _axis(path, field, v) -> list:
     return vals
 
 
+def _beside(path: Path, topology) -> str:
+    t = str(topology)
+    if "/" in t or t.endswith(".toml"):
+        p = path.parent / t
+        if p.exists():
+            return str(p.resolve())
+    return t
+
+
 def _groups(path: Path, data: dict) -> list[dict]:
     for k in data:
         if k not in TOP_KEYS:
@@ -149,6 +158,8 @@ def load(path: Path | str) -> Study:
             if not _scalar(v):
                 raise _err(path, f"{w}run.{k}", "a single value", v)
         axes = {k: _axis(path, f"{w}axes.{k}", v) for k, v in g["axes"].items()}
+        if "topology" in axes:  # a topology file named by path is relative to the study file
+            axes["topology"] = [_beside(path, t) for t in axes["topology"]]
         if "experiment" not in axes and "experiment" not in g["run"]:
             raise _err(path, f"{w}axes.experiment", "the experiments to run (a list of experiments/ folders)")
         names = list(axes)
@@ -183,6 +194,8 @@ def load(path: Path | str) -> Study:
                             from None
                     if prep.key not in planned:
                         varied = {**chosen, **{f"param.{k}": v for k, v in pvals.items() if len(p_axes[k]) > 1}}
+                        if "topology" in varied:
+                            varied["topology"] = prep.topo.name  # a file's name, not its path
                         if reps > 1:
                             varied["repeat"] = rep
                         planned[prep.key] = PlannedRun(len(planned), prep.key, prep.spec, varied, prep)
