@@ -32,7 +32,7 @@ def metrics(con: sqlite3.Connection, run_id: int) -> dict:
 
 
 def ratio(a, b):
-    return a / b if b else None
+    return a / b if a is not None and b else None
 
 
 def f(v, fmt: str = "{:.2f}") -> str:

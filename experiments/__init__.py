@@ -1,10 +1,13 @@
 """Workload stage: an experiment is one folder, experiments/<name>/.
 
 - manifest.toml: the static programs to build, the guest command, its
-  parameters (typed, with defaults and help) and how sizes derive from the
+  parameters (typed, with defaults, help, and bounds: `min`, and `max` as a
+  number or an expression such as "max_procs") and how sizes derive from the
   topology (small expressions over node_mib, total_mib, nodes, cpus,
-  clock_ghz and the parameters), so a reproducer keeps its shape when the
-  machine is scaled. Checked against MANIFEST below when loaded.
+  cpus_per_node, clock_ghz, max_procs and the parameters), so a reproducer
+  keeps its shape when the machine is scaled. Checked against MANIFEST below
+  when loaded; resolve() refuses values the guest or the run could not take
+  (see "Limits" below).
 - <program>.c: the guest programs, linked with the guest library (lib/).
 - results.py (optional): the experiment's own tables (SCHEMA, versioned,
   applied by analysis/db.py), their ingest from records, its part of the run
@@ -18,6 +21,7 @@ import math
 import operator
 import re
 import shlex
+import string
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,9 +49,46 @@ MANIFEST = {
     "params": (dict,), "derived": (dict,), "checks": (dict,), "progress": (dict,),
 }
 PARAM = {"type": (str,), "default": (str, int, float), "help": (str,), "choices": (list,), "min": (int, float),
-         "knob": (str,), "pattern": (str,)}
+         "max": (int, float, str), "knob": (str,), "pattern": (str,)}
 PROGRESS = {"record": (str,), "total": _EXPR, "label": (str,)}
 REQUIRED = ("name", "command", "programs")
+
+# --- Limits: what the guest or the run cannot take, refused by resolve() -------
+# The longest run: the bound --timeout has (pipeline/execute.py MAX_TIMEOUT_S,
+# run.py); a manifest's timeout_s past it means a count or size is absurd.
+MAX_TIMEOUT_S = 1e7
+# The guest programs read every number with strtol into a C long (64-bit on
+# x86_64 and alpha; experiments/lib/util.c vl_opt_long), which saturates
+# silently past this.
+GUEST_LONG_MAX = 2**63 - 1
+# Processes the guest kernel can hold at once (Linux 6.1), the name
+# `max_procs` in manifests: pid_max = max(PID_MAX_DEFAULT, PIDS_PER_CPU_DEFAULT
+# x CPUs) (include/linux/threads.h, CONFIG_BASE_SMALL=0; kernel/pid.c
+# pid_idr_init) and threads-max = RAM / (8 x THREAD_SIZE) (kernel/fork.c
+# set_max_threads; THREAD_SIZE is 16 KiB on x86_64 without KASAN and on
+# alpha), so 8 per MiB; fork fails with EAGAIN past either.
+GUEST_PID_MAX_DEFAULT = 0x8000
+GUEST_PIDS_PER_CPU = 1024
+GUEST_THREADS_PER_MIB = 8
+# Swap the guest can enable: swapon keeps one byte per swap page in memory
+# (mm/swapfile.c: swap_map = vzalloc(maxpages)), zram 16 more (drivers/block/
+# zram/zram_drv.h struct zram_table_entry: handle and flags; no
+# ZRAM_MEMORY_TRACKING), so past page / bytes-per-page times guest memory the
+# swap's own tables need more than all of it.
+GUEST_PAGE_BYTES = {"x86_64": 4096, "alpha": 8192}
+SWAP_MAP_BYTES_PER_PAGE = 1
+ZRAM_TABLE_BYTES_PER_PAGE = 16
+
+
+def max_procs(topo) -> int:
+    """The most processes the guest kernel can hold at once (see above)."""
+    return min(max(GUEST_PID_MAX_DEFAULT, GUEST_PIDS_PER_CPU * topo.cpus), GUEST_THREADS_PER_MIB * topo.total_memory_mib)
+
+
+def max_swap_frac(guest_isa: str, swap: str) -> float:
+    """The largest swap_frac whose swap tables fit the guest's memory."""
+    per_page = SWAP_MAP_BYTES_PER_PAGE + (ZRAM_TABLE_BYTES_PER_PAGE if swap == "zram" else 0)
+    return GUEST_PAGE_BYTES.get(guest_isa, 4096) / per_page
 
 
 def _names(types) -> str:
@@ -125,6 +166,11 @@ def evaluate(expr: str, names: dict):
         raise ExperimentError(f"bad expression {expr!r}: {e.msg}") from None
 
 
+def _shown(raw: str) -> str:
+    """An override as a one-line error shows it."""
+    return raw if len(raw) <= 40 else f"{raw[:20]}...({len(raw)} characters)"
+
+
 @dataclass
 class Param:
     name: str
@@ -135,6 +181,7 @@ class Param:
     min: float | None = None
     knob: str | None = None  # guest file /init writes the value to (a sysctl, a sysfs switch)
     pattern: str | None = None  # a str parameter's shape (regular expression, whole value)
+    max: float | str | None = None  # a number, or an expression over the topology's names (resolve checks it)
 
     def convert(self, raw: str, source: str):
         if self.knob and raw == KERNEL_DEFAULT:
@@ -142,13 +189,17 @@ class Param:
         try:
             v = TYPES[self.type](raw)
         except ValueError:
-            raise ExperimentError(f"{source}: parameter '{self.name}': expected {self.type}, got {raw!r}") from None
+            raise ExperimentError(f"{source}: parameter '{self.name}': expected {self.type}, "
+                                  f"got {_shown(raw)!r}") from None
         self.check(v, source)
         return v
 
     def check(self, v, source: str):
+        """Everything but an expression max, which needs the topology (resolve)."""
         if self.knob and v == KERNEL_DEFAULT:
             return
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ExperimentError(f"{source}: parameter '{self.name}': expected a finite number, got {v!r}")
         if self.choices is not None and v not in self.choices:
             raise ExperimentError(f"{source}: parameter '{self.name}': expected one of "
                                   f"{', '.join(map(str, self.choices))}, got {v!r}")
@@ -157,6 +208,8 @@ class Param:
                                   f"(matching {self.pattern}), got {v!r}")
         if self.min is not None and v < self.min:
             raise ExperimentError(f"{source}: parameter '{self.name}': expected >= {self.min}, got {v!r}")
+        if self.max is not None and not isinstance(self.max, str) and v > self.max:
+            raise ExperimentError(f"{source}: parameter '{self.name}': expected <= {self.max}, got {v!r}")
 
 
 @dataclass
@@ -189,23 +242,69 @@ class Experiment:
         values = {k: (p.convert(overrides[k], source) if k in overrides else p.default) for k, p in self.params.items()}
         names = {"nodes": topo.nodes, "cpus": topo.cpus, "cpus_per_node": topo.cpus_per_node,
                  "node_mib": topo.memory_mib, "total_mib": topo.total_memory_mib, "clock_ghz": topo.clock_ghz,
-                 **values}
+                 "max_procs": max_procs(topo), **values}
         mpath = self.dir / "manifest.toml"
+        given = ", ".join(f"{k}={_shown(overrides[k])}" for k in overrides) or "the defaults"
+        for k, p in self.params.items():  # an expression max needs the topology
+            if isinstance(p.max, str) and values[k] != KERNEL_DEFAULT:
+                where = mpath if k in self.manifest.get("params", {}) else COMMON
+                try:
+                    bound = evaluate(p.max, names)
+                except (ExperimentError, ZeroDivisionError, TypeError) as e:
+                    raise ExperimentError(f"{where}: field 'params.{k}.max': {e}") from None
+                if values[k] > bound:
+                    raise ExperimentError(f"{source if k in overrides else where}: parameter '{k}': expected <= "
+                                          f"{bound} ({p.max} on {topo.name}), got {values[k]!r}")
         for k, expr in self.manifest.get("derived", {}).items():
             try:
                 names[k] = evaluate(expr, names)
             except (ExperimentError, ZeroDivisionError, TypeError) as e:
                 raise ExperimentError(f"{mpath}: field 'derived.{k}': {e}") from None
+            except (OverflowError, ValueError) as e:  # an absurd value: ceil(1e308 * 10) and the like
+                raise ExperimentError(f"{source}: parameters {given}: expected values for which derived.{k} = "
+                                      f"{expr!r} is a finite number ({e})") from None
+            v = names[k]
+            if not isinstance(v, (int, float)) or isinstance(v, float) and not math.isfinite(v):
+                raise ExperimentError(f"{source}: parameters {given}: expected values for which derived.{k} = "
+                                      f"{expr!r} is a finite number, got {v!r}")
         for k, (expr, expected) in self.manifest.get("checks", {}).items():
             if not evaluate(expr, names):
                 raise ExperimentError(f"{source}: parameter '{k}': expected {expected}, got {names.get(k)!r}")
+        self._check_limits(topo, values, names, overrides, source, mpath, given)
         try:
             command = self.manifest["command"].format(**{k: shlex.quote(str(v)) for k, v in names.items()})
         except KeyError as e:
             raise ExperimentError(f"{mpath}: field 'command': unknown name {e}") from None
-        timeout = float(evaluate(str(self.manifest.get("timeout_s", 600)), names))
+        expr = str(self.manifest.get("timeout_s", 600))
+        try:
+            timeout = float(evaluate(expr, names))
+        except OverflowError:
+            timeout = math.inf
+        if not 0 < timeout <= MAX_TIMEOUT_S:  # nan fails too
+            where = f"{source}: parameters {given}" if overrides else f"{mpath}: field 'timeout_s'"
+            raise ExperimentError(f"{where}: expected a run within {MAX_TIMEOUT_S:g} s (the bound --timeout has), "
+                                  f"but timeout_s = {expr!r} gives {timeout:.3g} s on {topo.name}")
         derived = {k: names[k] for k in self.manifest.get("derived", {})}
         return Plan(self, values, derived, command, timeout)
+
+    def _check_limits(self, topo, values: dict, names: dict, overrides: dict, source: str, mpath: Path,
+                      given: str) -> None:
+        """What the guest cannot take whatever the manifest says (see Limits)."""
+        for field_ in {f for _, f, _, _ in string.Formatter().parse(self.manifest["command"]) if f}:
+            v = names.get(field_)
+            if isinstance(v, int) and not isinstance(v, bool) and abs(v) > GUEST_LONG_MAX:
+                what = "derived value" if field_ in self.manifest.get("derived", {}) else "parameter"
+                where = f"{source}: parameters {given}" if overrides else f"{mpath}: field '{field_}'"
+                raise ExperimentError(f"{where}: expected the {what} {field_} of the guest command within "
+                                      f"{GUEST_LONG_MAX} (the guest program reads it as a C long), got {v:.3g}")
+        swap, frac = values.get("swap"), values.get("swap_frac")  # the core's swap (pipeline/execute.py)
+        if swap in ("disk", "zram") and isinstance(frac, (int, float)) and frac > max_swap_frac(topo.guest_isa, swap):
+            page = GUEST_PAGE_BYTES.get(topo.guest_isa, 4096)
+            where = source if "swap_frac" in overrides else mpath
+            raise ExperimentError(f"{where}: parameter 'swap_frac': expected at most "
+                                  f"{max_swap_frac(topo.guest_isa, swap):.4g} with swap={swap} (the guest keeps "
+                                  f"{page / max_swap_frac(topo.guest_isa, swap):g} byte(s) per {page}-byte swap page "
+                                  f"in memory: a larger swap's tables need more than all of it), got {frac!r}")
 
 
 @dataclass
@@ -243,7 +342,23 @@ def _params(table: dict, path: Path) -> dict[str, Param]:
         except ValueError:
             raise ExperimentError(f"{path}: field 'params.{name}.default': expected {t}, got {default!r}") from None
         p = Param(name, t, default, spec.get("help", ""), spec.get("choices"), spec.get("min"), spec.get("knob"),
-                  spec.get("pattern"))
+                  spec.get("pattern"), spec.get("max"))
+        for bound in ("min", "max"):
+            if bound in spec and t == "str":
+                raise ExperimentError(f"{path}: field 'params.{name}.{bound}': expected only on an int or float "
+                                      f"parameter (use choices or pattern for a str)")
+        if isinstance(p.max, str):
+            try:
+                ast.parse(p.max, mode="eval")
+            except SyntaxError as e:
+                raise ExperimentError(f"{path}: field 'params.{name}.max': expected a number or an expression, "
+                                      f"got {p.max!r} ({e.msg})") from None
+        elif p.max is not None and p.min is not None and p.max < p.min:
+            raise ExperimentError(f"{path}: field 'params.{name}.max': expected >= min = {p.min}, got {p.max!r}")
+        try:
+            p.check(default, "")
+        except ExperimentError as e:
+            raise ExperimentError(f"{path}: field 'params.{name}.default': {str(e).split(': ', 2)[-1]}") from None
         out[name] = p
     return out
 

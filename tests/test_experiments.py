@@ -102,3 +102,116 @@ def test_every_shipped_manifest_and_results_module_loads():
         if res is not None:  # what the schema machinery and the summary call
             assert all(isinstance(step, str) and "CREATE" in step for step in getattr(res, "SCHEMA", []))
             assert callable(getattr(res, "figures", None)) and isinstance(res.QUERY_TABLE, str)
+
+
+# --- limits (issue 10): absurd counts and sizes are one line before the run ----
+def one_line(exp, topo, overrides, expect, start="--param: "):
+    with pytest.raises(E.ExperimentError) as e:
+        E.load(exp).resolve(T.load(topo), overrides)
+    msg = str(e.value)
+    assert msg.startswith(start) and expect in msg, msg
+    assert "\n" not in msg and len(msg) < 400
+    return msg
+
+
+@pytest.mark.parametrize("exp, overrides, expect", [
+    ("memeater", {"chunks": str(10**12)}, "parameters chunks=1000000000000: expected a run within 1e+07 s"),
+    ("memeater", {"cycles": str(10**12)}, "timeout_s = '120 + fill_mib * cycles / 4' gives 6.4e+13 s"),
+    ("memeater", {"chunks": "-1"}, "parameter 'chunks': expected >= 0"),
+    ("memeater", {"chunk_frac": "inf"}, "parameter 'chunk_frac': expected a finite number, got inf"),
+    ("memeater", {"fill_frac": "nan"}, "parameter 'fill_frac': expected a finite number, got nan"),
+    ("memeater", {"chunks": "9" * 5000}, "expected int, got '99999999999999999999...(5000 characters)'"),
+    ("qsbench", {"mem_frac": "1e300"}, "derived value array_mib of the guest command within 9223372036854775807"),
+    ("forkstorm", {"duration_s": "1e300"}, "derived value duration_ms"),
+    ("kvio", {"io_max_frac": "1e30"}, "expected a run within 1e+07 s"),
+    ("qsbench", {"qs_seed": str(2**63)}, "parameter qs_seed of the guest command within 9223372036854775807"),
+    ("mlockchurn", {"recycle_frac": "1e306"}, "is a finite number"),
+])
+def test_absurd_parameters_are_refused_in_one_line(exp, overrides, expect):
+    one_line(exp, "gs1280-8", overrides, expect)
+
+
+def test_the_run_time_bound_is_the_one_timeout_has_and_at_it_the_plan_resolves():
+    from pipeline import execute
+    assert E.MAX_TIMEOUT_S == execute.MAX_TIMEOUT_S
+    e, t = E.load("memeater"), T.load("gs1280-8")  # 16 chunks of 16 MiB: 120 + 256 x cycles / 4 s
+    assert e.resolve(t, {"cycles": "156248"}).timeout_s <= E.MAX_TIMEOUT_S
+    one_line("memeater", "gs1280-8", {"cycles": "156249"}, "expected a run within 1e+07 s")
+
+
+def test_swap_larger_than_its_own_tables_can_map_is_refused():
+    """swapon keeps a byte per swap page (zram 16 more): past 4096 (241)
+    times guest memory the tables need all of it."""
+    e, t = E.load("memeater"), T.load("gs1280-8")
+    assert e.resolve(t, {"swap_frac": "4096"}).params["swap_frac"] == 4096
+    one_line("memeater", "gs1280-8", {"swap_frac": "4097"}, "expected at most 4096 with swap=disk")
+    assert e.resolve(t, {"swap": "zram", "swap_frac": "240"})
+    one_line("memeater", "gs1280-8", {"swap": "zram", "swap_frac": "241"}, "expected at most 240.9 with swap=zram")
+    assert e.resolve(t, {"swap": "none", "swap_frac": "4097"})  # no swap, no tables
+    assert E.max_swap_frac("alpha", "disk") == 8192  # 8 KiB pages
+
+
+def test_max_procs_is_the_guest_kernels_pid_and_thread_limit():
+    # threads-max: 8 per MiB (16 KiB stacks, 1/8 of RAM); pid_max: 32768, or 1024 per CPU past 32
+    assert E.max_procs(T.load("gs1280-8")) == 8 * 512
+    assert E.max_procs(T.load("gs1280-32")) == min(32768, 8 * 2048)
+
+
+def synthetic(tmp_path, params, command="prog --procs {procs} --n {n}"):
+    import tomllib
+    path, table = tmp_path / "manifest.toml", tomllib.loads(params)["params"]
+    exp = E.Experiment("synthetic", tmp_path, {"name": "synthetic", "programs": [], "command": command,
+                                               "params": table, "timeout_s": 60})
+    exp.params = E._params(table, path)
+    return exp
+
+
+PARAMS = """
+[params.procs]
+type = "int"
+default = 1
+min = 1
+max = "max_procs"
+[params.n]
+type = "int"
+default = 1
+max = 64
+"""
+
+
+def test_max_as_a_number_or_an_expression_over_the_topology(tmp_path):
+    exp, t = synthetic(tmp_path, PARAMS), T.load("gs1280-8")
+    assert exp.resolve(t, {"procs": "4096", "n": "64"}).command == "prog --procs 4096 --n 64"
+    with pytest.raises(E.ExperimentError, match=r"^--param: parameter 'procs': expected <= 4096 \(max_procs on "
+                                                r"gs1280-8\), got 4097$"):
+        exp.resolve(t, {"procs": "4097"})
+    with pytest.raises(E.ExperimentError, match=r"^--param: parameter 'n': expected <= 64, got 65$"):
+        exp.resolve(t, {"n": "65"})
+
+
+@pytest.mark.parametrize("old, new, field, expect", [
+    ('max = "max_procs"', 'max = "max_procs +"', "params.procs.max", "expected a number or an expression"),
+    ("max = 64", "max = 0\nmin = 1", "params.n.max", "expected >= min = 1"),
+    ("default = 1\nmax = 64", "default = 65\nmax = 64", "params.n.default", "expected <= 64, got 65"),
+    ("[params.n]", '[params.s]\ntype = "str"\ndefault = "a"\nmax = 3\n[params.n]', "params.s.max",
+     "only on an int or float"),
+])
+def test_a_bad_bound_in_a_manifest_names_the_file_and_field(tmp_path, old, new, field, expect):
+    with pytest.raises(E.ExperimentError) as e:
+        synthetic(tmp_path, PARAMS.replace(old, new))
+    msg = str(e.value)
+    assert msg.startswith(f"{tmp_path / 'manifest.toml'}: field '{field}': ") and expect in msg, msg
+
+
+def test_an_unknown_name_in_an_expression_max_names_the_field(tmp_path):
+    exp = synthetic(tmp_path, PARAMS.replace('"max_procs"', '"max_prcs"'))
+    with pytest.raises(E.ExperimentError, match=r"manifest.toml: field 'params.procs.max': unknown name 'max_prcs'"):
+        exp.resolve(T.load("gs1280-8"), {})
+
+
+@pytest.mark.parametrize("topo", T.available())
+def test_every_shipped_experiment_resolves_with_its_defaults(topo):
+    t = T.load(topo)
+    for name in E.available():
+        p = E.load(name).resolve(t, {})
+        assert 0 < p.timeout_s <= E.MAX_TIMEOUT_S

@@ -165,3 +165,147 @@ def test_alpha_guest_limit_names_the_limit(tmp_path):
     with pytest.raises(T.TopologyError) as e:
         T.parse(text, tmp_path / "big.toml")
     assert "'nodes.cpus_per_node'" in str(e.value) and "at most 4 CPUs" in str(e.value) and "got 5" in str(e.value)
+
+
+# --- size limits (issue 10): one line before any work that grows with them -----
+def refused(tmp_path, text, field, expect, load=T.parse):
+    p = write(tmp_path, text)
+    with pytest.raises(T.TopologyError) as e:
+        load(p.read_text(), p) if load is T.parse else load(str(p))
+    msg = str(e.value)
+    assert msg.startswith(f"{p}: field '{field}': ") and expect in msg, msg
+    assert "\n" not in msg and len(msg) < 400
+    return msg
+
+
+def torus(count, dims, cpn=1):
+    return GOOD.replace("count = 4", f"count = {count}").replace("dims = [2, 2]", f"dims = {dims}") \
+        .replace("cpus_per_node = 2", f"cpus_per_node = {cpn}")
+
+
+def sockets(count, links, cpn=1):
+    return torus(count, [count], cpn).replace('kind = "torus"', 'kind = "sockets"') \
+        .replace(f"dims = [{count}]", f"links = {links}")
+
+
+def test_the_limits_come_from_the_guest_kernel_config_and_qemu():
+    cfg = (T.HERE.parent / "images" / "kernel" / "x86_64.config").read_text().splitlines()
+    assert f"CONFIG_NR_CPUS={T.X86_NR_CPUS}" in cfg and f"CONFIG_NODES_SHIFT={T.X86_NODES_SHIFT}" in cfg
+    assert (T.X86_MAX_CPUS, T.X86_MAX_NODES, T.MAX_TORUS_DIMS) == (64, 64, 6)
+    assert T.X86_MAX_CPUS <= T.QEMU_Q35_MAX_CPUS and T.X86_MAX_NODES <= T.QEMU_MAX_NODES
+    # every topology the CPU limit admits gets APIC IDs below 255 (QEMU aborts on 255 without x2APIC)
+    assert all(T.max_apic_id(n, c) < T.QEMU_APIC_ID_LIMIT
+               for n in range(1, T.X86_MAX_NODES + 1) for c in range(1, T.X86_MAX_CPUS // n + 1))
+
+
+@pytest.mark.parametrize("text", [torus(64, [8, 8]), torus(64, [2, 2, 2, 2, 2, 2]), torus(2, [2], cpn=32),
+                                  torus(64, [64]), sockets(64, [[i, i + 1] for i in range(63)]),
+                                  torus(1, [1], cpn=64)])
+def test_at_the_node_and_cpu_limits_it_loads(tmp_path, text):
+    t = T.load(str(write(tmp_path, text)))
+    assert t.nodes <= 64 and t.cpus <= 64 and len(t.hops) == t.nodes
+
+
+@pytest.mark.parametrize("text, field, expect", [
+    (torus(65, [65]), "nodes.count", "at most 64 nodes for an x86_64 guest (the guest kernel's MAX_NUMNODES"),
+    (sockets(65, []), "nodes.count", "at most 64 nodes"),
+    (torus(4, [2, 2], cpn=17), "nodes.cpus_per_node", "at most 64 CPUs in all"),
+    (torus(1, [1], cpn=65), "nodes.cpus_per_node", "CONFIG_NR_CPUS = 64"),
+    (torus(4, [1, 1, 1, 1, 1, 2, 2]), "interconnect.dims", "a list of 1 to 6 positive integers"),
+    (torus(4, [8, 1]), "interconnect.dims", "each at most nodes.count = 4"),
+    (sockets(4, [[0, 1], [1, 2], [2, 3], [0, 2], [0, 3], [1, 3], [1, 0]]), "interconnect.links", "at most 6 links"),
+    (GOOD.replace('guest_isa = "x86_64"', 'guest_isa = "alpha"').replace("count = 4", "count = 1")
+     .replace("dims = [2, 2]", "dims = [1]").replace("cpus_per_node = 2", "cpus_per_node = 5"),
+     "nodes.cpus_per_node", "at most 4 CPUs for an alpha guest"),
+])
+def test_over_the_node_cpu_and_shape_limits_is_one_line(tmp_path, text, field, expect):
+    refused(tmp_path, text, field, expect)
+
+
+def test_apic_ids_past_254_are_refused_even_if_the_kernel_took_more_cpus(tmp_path, monkeypatch):
+    """QEMU 10.0.2 aborts on APIC ID 255 without x2APIC (-cpu qemu64); one
+    socket per node puts the socket above ceil(log2(cores)) bits."""
+    monkeypatch.setattr(T, "X86_MAX_CPUS", 4096)
+    assert T.max_apic_id(64, 3) == 254 and T.max_apic_id(64, 4) == 255 and T.max_apic_id(43, 5) == 42 * 8 + 4
+    assert T.parse(torus(64, [8, 8], cpn=3), tmp_path / "ok.toml").cpus == 192
+    refused(tmp_path, torus(64, [8, 8], cpn=4), "nodes.cpus_per_node", "APIC IDs below 255")
+
+
+def test_slit_distance_beyond_254_is_refused_not_clamped(tmp_path):
+    # 2 hops on a 2x2 torus; 80 ns local: 80 + 2 x 976 = 25.4 x local -> SLIT 254, the most QEMU takes
+    t = T.parse(GOOD.replace("hop_latency_ns = 20.0", "hop_latency_ns = 976.0"), tmp_path / "ok.toml")
+    assert max(max(r) for r in t.slit()) == 254
+    refused(tmp_path, GOOD.replace("hop_latency_ns = 20.0", "hop_latency_ns = 980.0"),
+            "interconnect.hop_latency_ns", "SLIT distance, 10 x the ratio, must be <= 254")
+
+
+def test_hmat_latency_and_bandwidth_qemu_cannot_encode(tmp_path):
+    # latency: a whole number of ns below 65535 (the base can be 1 ns)
+    assert T.parse(GOOD.replace("local_latency_ns = 80.0", "local_latency_ns = 65534.0")
+                   .replace("hop_latency_ns = 20.0", "hop_latency_ns = 0.0"), tmp_path / "a.toml")
+    refused(tmp_path, GOOD.replace("local_latency_ns = 80.0", "local_latency_ns = 60000.0")
+            .replace("hop_latency_ns = 20.0", "hop_latency_ns = 3000.0"), "memory.local_latency_ns", "65534 ns")
+    # bandwidth: MB/s, 16-bit multiples of one power of two (QEMU 10.0.2 refuses 65535M and 100000M beside 1M)
+    one = torus(1, [1]).replace("bandwidth_gbps = 12.0", "bandwidth_gbps = {}")
+    assert T.parse(one.format(65.534), tmp_path / "b.toml")
+    refused(tmp_path, one.format(65.535), "memory.bandwidth_gbps", "got 65535 MB/s")
+    refused(tmp_path, GOOD.replace("bandwidth_gbps = 12.0", "bandwidth_gbps = 100.0")
+            .replace("link_bandwidth_gbps = 6.4", "link_bandwidth_gbps = 0.001"),
+            "interconnect.link_bandwidth_gbps", "got 1 and 100000 MB/s")
+    refused(tmp_path, one.format(1e300), "memory.bandwidth_gbps", "HMAT can encode")
+
+
+@pytest.mark.parametrize("name", [n for n in T.available() if T.load(n).guest_isa == "x86_64"])
+def test_the_hmat_check_reads_the_values_numa_args_gives_qemu(name):
+    from configs import qemu
+    t = T.load(name)
+    args = " ".join(qemu.numa_args(t))
+    import re
+    bws = {int(v) for v in re.findall(r"bandwidth=(\d+)M", args)}
+    lats = {int(v) for v in re.findall(r"latency=(\d+)", args)}
+    assert bws == {round(t.memory_bandwidth_gbps * 1000)} | (
+        {round(min(t.memory_bandwidth_gbps, t.link_bandwidth_gbps) * 1000)} if t.nodes > 1 else set())
+    assert max(lats) == round(t.local_latency_ns + t.max_hops() * t.hop_latency_ns)
+
+
+@pytest.mark.parametrize("old, new, field, expect", [
+    ("clock_ghz = 1.0", "clock_ghz = 0.0009", "cpu.clock_ghz", "0.001 to 1000 GHz"),
+    ("clock_ghz = 1.0", "clock_ghz = 1001.0", "cpu.clock_ghz", "1 to 1000000 ps per instruction"),
+    ("local_latency_ns = 80.0", "local_latency_ns = inf", "memory.local_latency_ns", "a finite number, got inf"),
+    ("bandwidth_gbps = 12.0", "bandwidth_gbps = nan", "memory.bandwidth_gbps", "a finite number"),
+])
+def test_clock_and_non_finite_figures(tmp_path, old, new, field, expect):
+    refused(tmp_path, GOOD.replace(old, new), field, expect)
+    for ok in ("clock_ghz = 0.001", "clock_ghz = 1000.0"):
+        assert T.parse(GOOD.replace("clock_ghz = 1.0", ok), tmp_path / "ok.toml")
+
+
+def test_guest_memory_must_fit_the_host_but_a_stored_topology_still_reads_back(tmp_path):
+    host = T.host_memory_mib()
+    at = GOOD.replace("memory_mib = 64", f"memory_mib = {host // 4}")
+    assert T.load(str(write(tmp_path, at, "at.toml"))).total_memory_mib <= host  # nothing is allocated
+    over = GOOD.replace("memory_mib = 64", f"memory_mib = {host // 4 + 1}")
+    msg = refused(tmp_path, over, "nodes.memory_mib", f"host's physical memory, {host} MiB", load=T.load)
+    assert f"at most {host // 4} MiB per node" in msg
+    assert T.parse(over, tmp_path / "t.toml").memory_mib == host // 4 + 1  # a run stored on a bigger host
+
+
+def test_an_absurd_node_count_is_refused_at_once():
+    """The measured case: 10**7 nodes made the loader spin over the hop matrix."""
+    import time
+    path = T.HERE.parent / "tests" / "data" / "bad-nodes-10m.toml"
+    t0 = time.monotonic()
+    with pytest.raises(T.TopologyError) as e:
+        T.load(str(path))
+    assert time.monotonic() - t0 < 5  # a generous bound: it must not spin
+    assert str(e.value) == (f"{path}: field 'nodes.count': at most 64 nodes for an x86_64 guest (the guest kernel's "
+                            f"MAX_NUMNODES = 1 << CONFIG_NODES_SHIFT = 64, images/kernel/x86_64.config; QEMU takes "
+                            f"128), got 10000000")
+
+
+def test_huge_lists_are_refused_in_one_short_line(tmp_path):
+    import time
+    t0 = time.monotonic()
+    msg = refused(tmp_path, torus(1, [1] * 100_000), "interconnect.dims", "got list of 100000 entries")
+    msg2 = refused(tmp_path, sockets(4, [[0, 1]] * 100_000), "interconnect.links", "at most 6 links for 4 sockets")
+    assert time.monotonic() - t0 < 5 and "got 100000" in msg2 and len(msg) < 400

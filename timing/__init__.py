@@ -27,6 +27,7 @@ SOURCES = [*(HERE / n for n in ("model.h", "model_int.h", "model_config.c", "mod
 INCLUDE = facts.HEADER.parent
 MODES = ("off", "fast", "detailed")
 # Read from model_int.h, where the model defines them:
+MAX_HOPS = facts.integer(MODEL_INT, "MAX_HOPS")             # per-hop counters: hops 0..MAX_HOPS-1
 MAX_CPUS = facts.integer(MODEL_INT, "MAX_CPUS")             # a directory entry holds 62 sharer bits
 GRANULE = 1 << facts.integer(MODEL_INT, "GRAN_SHIFT")      # the address map's granule
 COUNTERS = tuple(c for (c,) in facts.xmacro(MODEL_INT, "COUNTER_FIELDS", 1))  # per CPU and phase, in JSON order
@@ -119,6 +120,9 @@ def check(topo, mode: str, qemu_mode: str = "icount") -> None:
                           "QEMU 10.0.2 can abort on MMIO addresses under MTTCG)")
     if mode not in ("fast", "detailed"):
         raise TimingError(f"--timing: expected one of {', '.join(MODES)}, got {mode!r}")
+    if topo.max_hops() >= MAX_HOPS:
+        raise TimingError(f"{topo.path}: {topo.max_hops()} hops between the farthest nodes; the timing model counts "
+                          f"at most {MAX_HOPS - 1}")
     if topo.cpus > MAX_CPUS:
         raise TimingError(f"{topo.path}: {topo.cpus} CPUs; the timing model's directory holds at most {MAX_CPUS}")
     check_address_map(topo)

@@ -1,0 +1,359 @@
+"""`./run.py report` without QEMU: a study of synthetic runs stored through the
+real ingest path (console records -> analysis.ingest), the HTML page and its
+figures, the data behind them, a headless Chromium that loads the page, and
+bad input."""
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import timing
+import topologies as T
+from analysis import db, plots, records as R, report
+from analysis.rows import insert
+from experiments import facts
+from tests.runrows import run_end, run_start
+
+REPO = Path(__file__).resolve().parent.parent
+ENV = dict(os.environ, VMLAB_IN_VENV="1")
+CHROMIUM = "/usr/bin/chromium"
+MEMEATER = {"cpu": 0, "chunk_mib": 16, "chunks": 16, "cycles": 3}
+
+
+def rec(type_, **body) -> str:
+    return "@@VMLAB " + json.dumps({"type": type_, **body})
+
+
+def store(con, topo, lines, status="ok", reason=None, **over) -> int:
+    rid = db.start_run(con, run_start(topo, **over))
+    db.finish_run(con, rid, run_end(status=status, reason=reason), R.parse_bytes("\n".join(lines).encode()), topo)
+    return rid
+
+
+def memeater_lines(topo, swap_per_chunk: int, slow: float, chunks=16, cycles=3) -> list[str]:
+    """The guest's records of a memeater run: each 16 MiB chunk on the nearest
+    node with room (hop order from CPU 0's node), swap growing once filled
+    nodes' kswapds wake."""
+    hops = topo.hops[0]
+    free = [40.0] + [58.0] * (topo.nodes - 1)  # MiB; node 0 also holds the kernel
+    home, swap = [], 0
+    out = [rec("vmstat", phase="before", counters={"pswpout": 0, "pgscan_kswapd": 0})]
+    for c in range(cycles):
+        for i in range(chunks):
+            if c == 0:
+                node = next((n for n in sorted(range(topo.nodes), key=lambda n: (hops[n], n)) if free[n] >= 20), 0)
+                free[node] -= 16
+                home.append(node)
+                if i >= 5:
+                    swap += swap_per_chunk
+                    free[node] += swap_per_chunk / 1024 / 2
+            node = home[i]
+            ms = (4.6 + 1.5 * hops[node]) if c == 0 else (1.2 + 0.4 * hops[node] + (40 if i < swap // 4096 else 0))
+            out.append(rec("chunk", cycle=c, chunk=i, wall_ms=ms * slow, cpu_ms=ms, t_ms=0, minflt=4096, majflt=0,
+                           placement={str(node): 60, str((node + 1) % topo.nodes): 4}, absent=0, sampled=64,
+                           free_kib=[int(f * 1024) for f in free], swap_used_kib=swap))
+    out.append(rec("vmstat", phase="after", counters={"pswpout": swap // 4, "pgscan_kswapd": swap // 2}))
+    out.append(rec("memeater_done", total_ms=123.0 * slow))
+    return out
+
+
+def latprobe_lines(topo) -> list[str]:
+    cpn = topo.cpus_per_node
+    out = []
+    for n in range(topo.nodes):
+        ns = timing.memory_ns(topo, 0, n) * 1.07  # the guest's clock: a little above the configured figure
+        out.append(rec("chase", cpu=0, home=0, node=n, distance=10, loads=100000, buf_mib=16, on_node=0.99,
+                       guest_ms=ns * 100000 / 1e6, end=0))
+        partner = n * cpn + (1 if n == 0 else 0)
+        if partner != 0 and partner < topo.cpus:
+            rtt = 2 * timing.c2c_ns(topo, partner // cpn, 0, 0) * 1.1
+            out.append(rec("pingpong", cpu=0, partner=partner, partner_ran_on=partner, partner_pinned=1, home=0,
+                           node=n, distance=10, increments=4000, final=4000, guest_ms=1.0, rtt_ns=rtt))
+    return out
+
+
+def model_phases(con, rid, topo) -> None:
+    """The timing model's phases of a detailed latprobe run: 3 % above the
+    configured latency, so the model's line is its own."""
+    insert(con, "timing_run", {"run_id": rid, "mode": "detailed"})
+    chase, pp = facts.phase_id("latprobe.chase"), facts.phase_id("latprobe.pingpong")
+    rows = []
+    for n in range(topo.nodes):
+        rows.append({"run_id": rid, "cpu": 0, "phase_id": chase, "instance": n, "begin_ps": 0,
+                     "end_ps": int(timing.memory_ns(topo, 0, n) * 1.03 * 1000 * 100000), "lock_xfers": 0,
+                     "lock_ps": 0})
+        if n:
+            ps = int(timing.c2c_ns(topo, n, 0, 0) * 1000)
+            rows += [{"run_id": rid, "cpu": c, "phase_id": pp, "instance": n, "begin_ps": 0, "end_ps": 1,
+                      "lock_xfers": 2000, "lock_ps": 2000 * ps} for c in (0, n)]
+    with con:
+        insert(con, "timing_phases", rows)
+
+
+def kvio_lines(slow: float) -> list[str]:
+    return [rec("kvio_level", level=lv, io_frac=f, io_mib=int(f * 512), io_ok=1, io_ms=1000 * f, ops=1000,
+                elapsed_ms=1000, ops_s=50000 / (1 + 3 * f * slow), kswapd_s=0.1,
+                vmstat={"pswpout": int(100 * f), "pswpin": 0, "pgmajfault": 3, "pgfault": 900, "pgscan_kswapd": 200,
+                        "pgsteal_kswapd": 150, "pgscan_direct": 0, "pgsteal_direct": 0})
+            for lv, f in enumerate((0, 0.2, 0.6, 1.0))]
+
+
+def forkstorm_lines(cpus: int, per_cpu: float, contentions: int | None) -> list[str]:
+    out = [rec("forkstorm_tick", seq=s, t_ms=1000.0 * s, jobs=10 * s, live_workers=cpus, vmstat={"pswpout": s})
+           for s in range(3)]
+    out.append(rec("forkstorm_done", jobs=30, jobs_per_min=per_cpu * cpus, per_worker=[3] * cpus))
+    out.append(rec("metric", name="forkstorm.jobs_per_min", value=per_cpu * cpus, unit="jobs/min"))
+    if contentions is not None:
+        out.append(rec("lockstat", phase="run", classes=2, top=[
+            {"class": "&anon_vma->rwsem", "contentions": contentions, "con_bounces": 1},
+            {"class": "ptlock_ptr(page)", "contentions": contentions // 2, "con_bounces": 1}]))
+    return out
+
+
+def build_db(path: Path) -> dict:
+    """A study of every figure's experiment, one failed run and one entry still pending."""
+    con = db.connect(path)
+    gs8, x2 = T.load("gs1280-8"), T.load("x86-2s")
+    small, gs16 = T.load(str(REPO / "tests/data/x86-2s-small.toml")), T.load("gs1280-16")  # 4 and 16 CPUs
+    mp = json.dumps(MEMEATER, sort_keys=True)
+    ids = {
+        "mem_vanilla": store(con, gs8, memeater_lines(gs8, 2048, 1.0), params_json=mp),
+        "mem_zra": store(con, gs8, memeater_lines(gs8, 8192, 1.5), params_json=mp, patch_set="zone-reclaim-auto"),
+        "mem_failed": store(con, gs8, memeater_lines(gs8, 2048, 1.0, chunks=4, cycles=1), status="failed",
+                            reason="guest panicked", params_json=mp, patch_set="kswapd-no-backoff"),
+        "lat_gs8": store(con, gs8, latprobe_lines(gs8), experiment="latprobe", timing_mode="detailed",
+                         params_json='{"cpu": 0}'),
+        "lat_x2": store(con, x2, latprobe_lines(x2), experiment="latprobe", params_json='{"cpu": 0}'),
+        "kvio_vanilla": store(con, x2, kvio_lines(1.0), experiment="kvio"),
+        "kvio_backoff": store(con, x2, kvio_lines(0.5), experiment="kvio", patch_set="kswapd-no-backoff"),
+    }
+    for topo in (small, x2, gs16):
+        for kernel, flavor, per_cpu, lock in (("vanilla", "default", 60.0, None), ("vanilla", "lockstat", 50.0, 900),
+                                              ("rmap-lock-blocking", "lockstat", 70.0, 300)):
+            ids[f"fork_{topo.name}_{kernel}_{flavor}"] = store(
+                con, topo, forkstorm_lines(topo.cpus, per_cpu, lock and lock * topo.cpus), experiment="forkstorm",
+                patch_set=kernel, kernel_flavor=flavor)
+    model_phases(con, ids["lat_gs8"], gs8)
+    with con:
+        sid = con.execute("INSERT INTO studies (name, path, sha256, toml, created_at) VALUES "
+                          "('all-figures', 'studies/all.toml', 'ab12cd34ef56', 'name = \"all-figures\"', 'now')"
+                          ).lastrowid
+        for pos, (key, rid) in enumerate(ids.items()):
+            status = con.execute("SELECT status FROM runs WHERE id = ?", (rid,)).fetchone()[0]
+            insert(con, "study_runs", {"study_id": sid, "key": key, "position": pos, "axes_json": "{}",
+                                       "spec_json": "{}", "status": status, "run_id": rid, "attempts": 1,
+                                       "executed_on": f"worker-{pos % 2}@tcp://10.0.0.{pos % 2 + 5}",
+                                       "updated_at": "now"})
+        insert(con, "study_runs", {"study_id": sid, "key": "later", "position": 99, "axes_json": "{}",
+                                   "spec_json": "{}", "status": "pending", "run_id": None})
+    con.close()
+    return {"study": sid, **ids}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("report")
+    ids = build_db(tmp / "r.db")
+    assert report.main(["--study", str(ids["study"]), "--db", str(tmp / "r.db")]) == 0
+    return tmp, ids, tmp / "report" / f"study-{ids['study']}"
+
+
+EXPECTED = ("fig-memeater-chunks-1", "fig-memeater-free-1", "fig-latprobe", "fig-kvio", "fig-forkstorm")
+
+
+def figure_blocks(page: str) -> dict[str, str]:
+    return dict(re.findall(r'<figure id=([\w-]+)>(.*?)</figure>', page, re.S))
+
+
+def test_page_figures_and_images_on_disk(built):
+    _, ids, out = built
+    page = (out / "index.html").read_text()
+    for name in EXPECTED:
+        assert (out / f"{name}.png").stat().st_size > 5000, name
+        assert (out / f"{name}.svg").read_text().lstrip().startswith("<?xml"), name
+        assert f'href="{name}.svg"' in page
+    srcs = re.findall(r'<img src="([^"]+)"', page)
+    assert sorted(srcs) == sorted(f"{n}.png" for n in EXPECTED)
+    assert all((out / s).is_file() for s in srcs)
+    assert "http" not in "".join(re.findall(r'(?:src|href)="([^"]+)"', page))  # self-contained
+
+
+def test_captions_name_runs_and_the_sql_that_ran(built):
+    _, ids, out = built
+    figs = figure_blocks((out / "index.html").read_text())
+    mem = figs["fig-memeater-chunks-1"]
+    assert f"Runs: {ids['mem_vanilla']}, {ids['mem_zra']}." in mem
+    # the statement as SQLite ran it, ids filled in; the failed run is not drawn
+    assert (f"FROM chunk_times WHERE run_id IN ({ids['mem_vanilla']}, {ids['mem_zra']}) ORDER BY run_id, cycle, "
+            "chunk;</pre>") in mem
+    assert f"node_free WHERE run_id IN ({ids['mem_vanilla']}, {ids['mem_zra']})" in figs["fig-memeater-free-1"]
+    lat = figs["fig-latprobe"]
+    assert "FROM records WHERE run_id IN" in lat and "FROM timing_phases WHERE run_id = %d" % ids["lat_gs8"] in lat
+    assert "repro_lockstat" in figs["fig-forkstorm"] and "kvio_levels" in figs["fig-kvio"]
+
+
+def test_runs_table_says_where_each_run_executed_and_lists_the_failed(built):
+    _, ids, out = built
+    page = (out / "index.html").read_text()
+    table = re.search(r"<table id=runs>(.*?)</table>", page, re.S).group(1)
+    rows = {int(m.group(1)): m.group(0) for m in re.finditer(r"<tr class=\w+><td class=num>(\d+)</td>.*?</tr>", table)}
+    assert set(rows) == {v for k, v in ids.items() if k != "study"}
+    failed = rows[ids["mem_failed"]]
+    assert "<td>failed</td>" in failed and "guest panicked" in failed and "class=failed" in failed
+    assert "worker-0@tcp://10.0.0.5" in rows[ids["mem_vanilla"]] and "<td>h</td>" in rows[ids["mem_vanilla"]]
+    assert "worker-1@tcp://10.0.0.6" in rows[ids["mem_zra"]]
+    assert "1 pending" in page  # the study entry without a run
+
+
+def test_compare_tables_per_kernel_group(built):
+    _, ids, out = built
+    page = (out / "index.html").read_text()
+    tables = re.findall(r"<section class=compare id=compare-\d+>(.*?)</section>", page, re.S)
+    heads = [re.search(r"<h3>(.*?)</h3>", t).group(1) for t in tables]
+    # memeater vanilla vs zone-reclaim-auto (the failed run stays out), kvio, and a
+    # forkstorm lockstat pair per topology; the default-flavor forkstorm runs have no partner
+    assert len(tables) == 5, heads
+    assert sum("forkstorm" in h and "flavor lockstat" in h for h in heads) == 3
+    mem = next(t for t in tables if "memeater" in t)
+    assert f"zone-reclaim-auto (run {ids['mem_zra']})" in mem and f"run {ids['mem_failed']})" not in mem
+    row = re.search(r"<tr><td>memeater.total_ms \[ms\]</td>(.*?)</tr>", mem).group(1)
+    assert re.findall(r"<td class=num>(.*?)</td>", row) == ["123", "184.50", "+50.00%"]
+    assert "vmstat.pswpout" in mem and "FROM v_vmstat_delta WHERE run_id = %d" % ids["mem_zra"] in mem
+
+
+def test_free_matrix_is_node_by_chunk_sequence(built):
+    tmp, ids, _ = built
+    con = db.connect(tmp / "r.db", readonly=True)
+    rows = con.execute(plots.FREE_SQL.format(ids=ids["mem_vanilla"])).fetchall()
+    m, where = plots.free_matrix(rows, 8)
+    assert m.shape == (8, 3 * 16)
+    assert where[0] == (0, 0) and where[16] == (1, 0) and where[-1] == (2, 15)
+    seq20 = {r["node"]: r["free_kib"] for r in rows if r["seq"] == 20}
+    assert [m[n, 20] for n in range(8)] == [seq20[n] / 1024 for n in range(8)]
+    # nodes fill in hop order from CPU 0's node: node 0 first, a 3-hop node not at all
+    assert m[0, 1] < m[0, 0] and np.isclose(m[6, -1], 58.0)
+    # a node the guest did not sample stays empty, and more nodes than the run's still fit
+    m2, _ = plots.free_matrix([{"seq": 0, "cycle": 0, "chunk": 0, "node": 9, "free_kib": 2048}], 8)
+    assert m2.shape == (10, 1) and m2[9, 0] == 2.0 and np.isnan(m2[0, 0])
+
+
+def test_chunk_hops_come_from_the_runs_topology(built):
+    tmp, ids, _ = built
+    con = db.connect(tmp / "r.db", readonly=True)
+    runs = con.execute("SELECT * FROM runs WHERE id = ?", (ids["mem_vanilla"],)).fetchall()
+    s = plots.chunk_series(con, runs)[ids["mem_vanilla"]]
+    hops = T.load("gs1280-8").hops[0]
+    mains = [x[0] for x in con.execute("SELECT main_node FROM chunk_times WHERE run_id = ? ORDER BY cycle, chunk",
+                                       (ids["mem_vanilla"],))]
+    assert s["hops"] == [hops[n] for n in mains] and set(s["hops"]) == {0, 1, 2}
+    assert s["cycle_starts"] == [0, 16, 32] and s["seq"] == list(range(48))
+    # unpinned (cpu -1): no CPU node, so no hops rather than wrong ones
+    assert plots.hops_from_cpu({**dict(runs[0]), "params_json": '{"cpu": -1}'}) is None
+
+
+def test_latency_lines_per_topology(built):
+    tmp, ids, _ = built
+    con = db.connect(tmp / "r.db", readonly=True)
+    runs = con.execute("SELECT * FROM runs WHERE experiment = 'latprobe'").fetchall()
+    data = plots.latency_by_hops(con, runs)
+    assert set(data) == {"gs1280-8", "x86-2s"}
+    gs = data["gs1280-8"]["load"]
+    assert gs["topology"][3] == [72.0 + 3 * 21.6]           # node 6: 3 hops from node 0
+    assert gs["guest"][3][0] == pytest.approx((72.0 + 3 * 21.6) * 1.07)
+    assert gs["timing model"][3][0] == pytest.approx((72.0 + 3 * 21.6) * 1.03)
+    assert "timing model" not in data["x86-2s"]["load"]    # timing off: no model line
+    x = data["x86-2s"]["xfer"]
+    assert set(x["guest"]) == {0, 1} and x["guest"][1][0] == pytest.approx(1.1 * x["topology"][1][0])
+
+
+def test_forkstorm_lines_per_kernel_against_cpus(built):
+    tmp, ids, _ = built
+    con = db.connect(tmp / "r.db", readonly=True)
+    fork = [v for k, v in ids.items() if k.startswith("fork_")]
+    rows = con.execute(plots.FORKSTORM_SQL.format(ids=plots.id_list(fork))).fetchall()
+    jobs, locks = plots.lines(rows, "cpus", "jobs_per_min"), plots.lines(rows, "cpus", "contentions")
+    assert jobs["vanilla"]["x"] == [4, 8, 16] and jobs["vanilla"]["y"] == [240, 480, 960]
+    assert jobs["rmap-lock-blocking (lockstat)"]["y"] == [280, 560, 1120]
+    # contentions: the two classes of each run's lockstat record, summed; none without LOCK_STAT
+    assert locks["vanilla (lockstat)"]["y"] == [900 * c * 1.5 for c in (4, 8, 16)]
+    assert set(locks) == {"vanilla (lockstat)", "rmap-lock-blocking (lockstat)"}
+
+
+def chromium(*args, tmp: Path) -> subprocess.CompletedProcess:
+    assert Path(CHROMIUM).is_file(), "chromium missing: apt-get install -y --no-install-recommends chromium"
+    return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                           "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                           "--disable-sync", f"--user-data-dir={tmp}", "--virtual-time-budget=5000", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_headless_chromium_loads_every_image(built, tmp_path):
+    _, _, out = built
+    dom = chromium("--dump-dom", (out / "index.html").as_uri(), tmp=tmp_path / "profile").stdout
+    assert f'data-images="{len(EXPECTED)}/{len(EXPECTED)} loaded"' in dom, dom[-2000:]
+    assert 'data-images-ok="1"' in dom
+    shot = tmp_path / "shot.png"
+    chromium(f"--screenshot={shot}", "--window-size=1400,3000", (out / "index.html").as_uri(),
+             tmp=tmp_path / "profile2")
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", data[16:24]) == (1400, 3000)
+    assert len(data) > 100_000  # figures, not a blank page
+
+
+def test_headless_chromium_reports_a_missing_image(built, tmp_path):
+    _, ids, out = built
+    broken = tmp_path / "copy"
+    broken.mkdir()
+    for f in out.iterdir():
+        if f.name != "fig-kvio.png":
+            (broken / f.name).write_bytes(f.read_bytes())
+    dom = chromium("--dump-dom", (broken / "index.html").as_uri(), tmp=tmp_path / "profile").stdout
+    n = len(EXPECTED)
+    assert f'data-images="{n - 1}/{n} loaded"' in dom and "data-images-ok" not in dom
+
+
+def test_runs_mode_default_folder_and_only_their_figures(built, capsys):
+    tmp, ids, _ = built
+    a, b = ids["kvio_vanilla"], ids["kvio_backoff"]
+    assert report.main(["--runs", str(a), str(b), "--db", str(tmp / "r.db")]) == 0
+    index = tmp / "report" / f"runs-{a}-{b}" / "index.html"
+    assert capsys.readouterr().out.strip() == str(index)
+    page = index.read_text()
+    assert re.findall(r'<img src="([^"]+)"', page) == ["fig-kvio.png"]
+    assert page.count("<section class=compare") == 1
+    # executed_on is found through whichever study ran the run, even when chosen by id
+    assert "<td>worker-1@tcp://10.0.0.6</td><td>h</td>" in page and "all-figures" not in page
+
+
+def bad(args, capsys) -> str:
+    assert report.main(args) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("error: "), err
+    return err
+
+
+def test_bad_input_one_line_exit_2(built, tmp_path, capsys):
+    tmp, ids, _ = built
+    dbp = str(tmp / "r.db")
+    assert "no study 999" in bad(["--study", "999", "--db", dbp], capsys)
+    assert "no run 999" in bad(["--runs", str(ids["kvio_vanilla"]), "999", "--db", dbp], capsys)
+    assert "no results database" in bad(["--study", "1", "--db", str(tmp_path / "none.db")], capsys)
+    con = db.connect(tmp_path / "empty.db")
+    with con:
+        con.execute("INSERT INTO studies (name, sha256, toml, created_at) VALUES ('s', 'x', '', 'now')")
+    assert "has no runs yet" in bad(["--study", "1", "--db", str(tmp_path / "empty.db")], capsys)
+    assert "one of the arguments --study --runs is required" in bad(["--db", dbp], capsys)
+    assert not (tmp_path / "report").exists()
+
+
+def test_cli_dispatch(built, tmp_path):
+    tmp, _, _ = built
+    r = subprocess.run([sys.executable, str(REPO / "run.py"), "report", "--study", "999", "--db", str(tmp / "r.db")],
+                       env=ENV, capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [f"error: {tmp / 'r.db'}: no study 999"]
