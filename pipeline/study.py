@@ -122,11 +122,14 @@ def _groups(path: Path, data: dict) -> list[dict]:
         merged["experiment"] = {**_table(path, top, "experiment"), **_table(path, g, "experiment")}
         merged["repeats"] = g.get("repeats", top.get("repeats", 1))
         merged["where"] = f"matrix[{i}]." if "matrix" in data else ""
+        merged["name"] = g.get("name")
         out.append(merged)
     return out
 
 
-def load(path: Path | str) -> Study:
+def load(path: Path | str, groups: list[str] | None = None) -> Study:
+    """groups: only the [[matrix]] blocks with these names (e.g. one seed of
+    studies/seeds.toml)."""
     path = Path(path)
     try:
         text = path.read_text()
@@ -144,7 +147,15 @@ def load(path: Path | str) -> Study:
         raise _err(path, "description", "a string", description)
     planned: dict[str, PlannedRun] = {}
     total = 0  # combinations named, duplicates included: bounded before each is checked
-    for g in _groups(path, data):
+    chosen_groups = _groups(path, data)
+    if groups is not None:
+        names = [g["name"] for g in chosen_groups]
+        for want in groups:
+            if want not in names:
+                raise InputError(f"{path}: no [[matrix]] block named {want!r} (there are: "
+                                 f"{', '.join(str(n) for n in names if n) or 'none'})")
+        chosen_groups = [g for g in chosen_groups if g["name"] in groups]
+    for g in chosen_groups:
         w = g["where"]
         reps = g["repeats"]
         if isinstance(reps, bool) or not isinstance(reps, int) or not 1 <= reps <= MAX_REPEATS:
