@@ -1,0 +1,148 @@
+"""What `./run.py browse` tells Datasette about the results database: what
+each table and view holds, what the main columns mean, and canned queries
+for the common questions. tests/test_browse.py checks every table and view
+of a new database is described here and every canned query runs."""
+from __future__ import annotations
+
+TABLES = {
+    # the run and its provenance
+    "runs": ("One row per run: how it was produced (topology and its hash, experiment and parameters, kernel and "
+             "patch set, engine and its patch series, clock model, timing mode, scale, seed), its status and its "
+             "limitations.", {
+        "status": "ok, failed (panic, timeout, a failed check), aborted (Ctrl-C or a lost worker) or running",
+        "reason": "why a run failed or was aborted",
+        "topology_sha256": "hash of the topology file's text: runs with the same hash ran on the same machine",
+        "topology_shape": "the interconnect, e.g. '4x8 torus' or '2 sockets'",
+        "scale": "memory per node of the simulated machine over the real one's (runs keep shape, not size)",
+        "params_json": "every experiment parameter, the sizes derived from the topology, and the guest command",
+        "patch_set": "the kernel's patch set from images/patches/ (vanilla = Linux 6.1 as Debian ships it)",
+        "kernel_flavor": "config flavor: default, or lockstat (LOCK_STAT on)",
+        "engine_version": "QEMU 10.0.2 and the hash of vmlab's patch series, or Debian's binary",
+        "clock_model": "how guest time was kept: per-vCPU clocks, ps per instruction, quantum, stalls charged",
+        "timing_mode": "timing model: off, fast (counts) or detailed (every access priced on the topology)",
+        "disk_model": "the disk model swap and data disks completed in (guest time), if any",
+        "limitations": "what this run does not model, stated per run",
+        "run_key": "hash of what defines the run (pipeline/spec.py): studies skip a key already ok",
+        "wall_s": "host wall seconds of the experiment (not guest time)",
+        "host": "the machine the run executed on",
+    }),
+    "records": ("Every tagged record the guest printed, verbatim (JSON body), so any figure can be re-derived.", {}),
+    "metrics": ("Key figures of a run, by name, with unit: the experiment's own and the guest's settings (guest.*).",
+                {"name": "figure name, e.g. memeater.swap_peak_mib or qsbench.elapsed_s", "value": "numeric value",
+                 "text": "the value as text when it is not a number", "unit": "unit of value"}),
+    "guest_nodes": ("The NUMA nodes the guest kernel saw: its CPUs, memory and HMAT latency.", {}),
+    "guest_distances": ("SLIT distances the guest read, beside the ones the topology implies and the hop count.",
+                        {"distance": "what the guest read from /sys", "expected": "10 x latency ratio from the "
+                         "topology", "hops": "hops between the two nodes on the interconnect"}),
+    "node_free": ("Free memory of every node after each chunk (memeater): shows nodes filling in hop order.",
+                  {"seq": "sample number over the run", "free_kib": "MemFree of the node, KiB"}),
+    "node_mem": ("Per-node meminfo fields at the before / peak / after snapshots.", {}),
+    "node_stat": ("Per-node NUMA and reclaim counters (numastat, pages written out) at each snapshot.", {}),
+    "vmstat": ("/proc/vmstat counters at each snapshot (before, peak, after).",
+               {"phase": "before, peak or after", "counter": "a /proc/vmstat name, e.g. pswpout, pgscan_kswapd"}),
+    "kswapd": ("CPU seconds each node's kswapd used, at each snapshot.", {"cpu_s": "kswapd's CPU time, s"}),
+    "repro_sanity": ("Each reproducer's sanity checks: did the run do what it is for.", {}),
+    "repro_kswapd_samples": ("kswapd CPU time sampled over the run, per node: a storm shows as a flat 100 %.", {}),
+    "repro_lockstat": ("The most contended lock classes (lockstat flavor kernels), per phase.",
+                       {"class": "lock class, e.g. &anon_vma->rwsem or ptlock_ptr(page)",
+                        "contentions": "times a CPU waited for it", "wait_total_us": "total wait, us"}),
+    "vcpu_clocks": ("Each vCPU's own clock at exit: its instructions, the stalls the timing model charged, and "
+                    "its guest time.", {"clock_ps": "the vCPU's guest time, ps", "stall_ps": "modeled stalls, ps"}),
+    "compare_sets": ("Kernel comparisons (`./run.py --kernel a,b`): one row each.", {}),
+    "compare_runs": ("The runs of each kernel comparison, in column order (the first is the baseline).", {}),
+    "schema_parts": ("Schema version of each experiment's own tables.", {}),
+    "studies": ("Study files that ran into this database (studies/*.toml): name, file text and its hash.", {}),
+    "study_runs": ("Every run a study asked for: its key, the axes that vary, its status, attempts and where it "
+                   "executed.", {"key": "run key (runs.run_key)", "axes_json": "the study axes of this run",
+                                 "executed_on": "host and pool (local pool or the Dask worker's address)",
+                                 "attempts": "tries, counting runs whose worker was lost"}),
+    # experiments' own tables
+    "chunk_times": ("memeater: guest time to memset each chunk, per cycle, and where its pages live.",
+                    {"wall_ms": "guest ms for the chunk", "main_node": "node holding most of the chunk's sampled "
+                     "pages", "majflt": "major faults during the chunk (swap-ins)",
+                     "swap_used_kib": "swap in use after the chunk, KiB"}),
+    "memeater_cycles": ("memeater: each cycle's time, swap use and reclaim deltas (swap growth over cycles).", {}),
+    "mlockchurn_chunks": ("mlockchurn: each file chunk mapped over a slot and mlocked in 1 MiB steps: times, "
+                          "faults, kswapd CPU and reclaim counters.", {}),
+    "kvio_levels": ("kvio: the key-value service's ops/s at each background IO level, with swap and reclaim "
+                    "counters (seed 001's table).", {"io_mib": "MiB written by dd in the background",
+                                                    "ops_per_s": "service operations per guest second",
+                                                    "kswapd_efficiency": "pages reclaimed / scanned by kswapd"}),
+    "forkstorm_ticks": ("forkstorm: jobs done, swap and scanning sampled over the storm.", {}),
+    "forkstorm_workers": ("forkstorm: jobs per worker process.", {}),
+    "qsbench_procs": ("qsbench: each sorting process's times, faults and checksum.", {}),
+    # the timing model (--timing fast|detailed)
+    "timing_run": ("The timing model's settings for a run.", {}),
+    "timing_cpu": ("Per CPU: instructions, modeled time and stalls, hits, misses, remote accesses, "
+                   "cache-to-cache and lock-line transfers.", {}),
+    "timing_kind": ("Modeled accesses and stalls by kind (user, kernel, ...).", {}),
+    "timing_matrix": ("Misses by CPU node x home node, with modeled latency: where remote memory is paid.",
+                      {"cpu_node": "node of the CPU that missed", "home_node": "node owning the memory"}),
+    "timing_hops": ("Misses, lock transfers and their modeled latency by hop count.",
+                    {"hops": "hops between the CPU's node and the home node", "lat_ps": "total modeled ps"}),
+    "timing_latency_hist": ("Histogram of modeled miss latency per hop count.", {}),
+    "timing_symbols": ("Modeled accesses, misses and stall by kernel symbol (System.map).", {}),
+    "timing_resources": ("Busy time of each modeled link and memory controller.", {}),
+    "timing_phases": ("Per phase a guest program marked (begin/end ids): modeled time, misses, stalls.", {}),
+}
+VIEWS = {
+    "v_runs": "The runs in short: status, machine, experiment, kernel, modes, wall time, reason.",
+    "v_vmstat_delta": "Each /proc/vmstat counter's change over a run (after - before).",
+    "v_node_mem_delta": "Each node's meminfo change over a run.",
+    "v_node_stat_delta": "Each node's NUMA and reclaim counter change over a run.",
+    "v_compare": "Kernel comparisons with their runs' patch sets and status.",
+    "v_chunk_cycle": "memeater: per cycle, min / average / max ms per chunk and major faults.",
+    "v_timing_chunks": "memeater with the timing model: the guest's and the model's ms per chunk side by side.",
+    "v_study_runs": "Study runs with their run's machine, experiment, kernel and outcome.",
+}
+
+QUERIES = {
+    "latest_runs": ("Latest runs", "The 50 latest runs with status and reason.",
+                    "SELECT id, status, topology, experiment, patch_set, timing_mode, wall_s, reason "
+                    "FROM runs ORDER BY id DESC LIMIT 50"),
+    "swap_and_kswapd": ("Swap and kswapd per run", "Pages swapped out and in, and kswapd CPU seconds.",
+                        "SELECT r.id, r.topology, r.experiment, r.patch_set, "
+                        "(SELECT delta FROM v_vmstat_delta v WHERE v.run_id = r.id AND counter = 'pswpout') AS pswpout, "
+                        "(SELECT delta FROM v_vmstat_delta v WHERE v.run_id = r.id AND counter = 'pswpin') AS pswpin, "
+                        "(SELECT ROUND(SUM(a.cpu_s - b.cpu_s), 2) FROM kswapd a JOIN kswapd b ON a.run_id = b.run_id "
+                        "AND a.node = b.node AND b.phase = 'before' WHERE a.run_id = r.id AND a.phase = 'after') "
+                        "AS kswapd_s FROM runs r WHERE r.status = 'ok' ORDER BY r.id DESC"),
+    "memeater_ms_by_hops": ("memeater: ms per chunk by hop distance",
+                            "First-cycle guest ms per chunk, by hops from the CPU's node (node 0 for CPU 0).",
+                            "SELECT c.run_id, r.topology, d.hops, COUNT(*) AS chunks, ROUND(AVG(c.wall_ms), 2) AS "
+                            "avg_ms, ROUND(MAX(c.wall_ms), 2) AS max_ms FROM chunk_times c JOIN runs r ON r.id = "
+                            "c.run_id JOIN guest_distances d ON d.run_id = c.run_id AND d.src = 0 AND d.dst = "
+                            "c.main_node WHERE c.cycle = 0 GROUP BY c.run_id, d.hops ORDER BY c.run_id, d.hops"),
+    "latency_by_hops": ("Modeled latency and remote share by hops",
+                        "The timing model's misses, average miss latency and lock-transfer cost per hop count.",
+                        "SELECT h.run_id, r.topology, h.hops, h.misses, ROUND(h.lat_ps / 1000.0 / "
+                        "NULLIF(h.misses, 0), 1) AS ns_per_miss, h.lock_xfers, ROUND(h.lock_ps / 1000.0 / "
+                        "NULLIF(h.lock_xfers, 0), 1) AS ns_per_lock_xfer FROM timing_hops h JOIN runs r ON r.id = "
+                        "h.run_id ORDER BY h.run_id, h.hops"),
+    "lock_contention": ("Lock contention", "The most contended lock classes per run (lockstat flavor).",
+                        "SELECT l.run_id, r.experiment, r.patch_set, r.cpus, l.class, l.contentions, "
+                        "l.wait_total_us FROM repro_lockstat l JOIN runs r ON r.id = l.run_id WHERE l.rank < 5 "
+                        "ORDER BY l.run_id, l.rank"),
+    "compare_figures": ("Kernel comparison figures", "Metrics of the runs of one comparison, kernel by kernel.",
+                        "SELECT c.compare_id, c.position, r.patch_set, m.name, m.value, m.unit FROM compare_runs c "
+                        "JOIN runs r ON r.id = c.run_id JOIN metrics m ON m.run_id = r.id WHERE m.value IS NOT NULL "
+                        "AND c.compare_id = (SELECT MAX(id) FROM compare_sets) ORDER BY m.name, c.position"),
+    "study_progress": ("Study progress", "Runs of each study by status, and where they executed.",
+                       "SELECT s.study_id, st.name, s.status, COUNT(*) AS runs, GROUP_CONCAT(DISTINCT s.executed_on) "
+                       "AS executed_on FROM study_runs s JOIN studies st ON st.id = s.study_id "
+                       "GROUP BY s.study_id, s.status ORDER BY s.study_id, s.status"),
+}
+
+
+def metadata(db_name: str) -> dict:
+    tables = {name: {"description": d, **({"columns": cols} if cols else {})} for name, (d, cols) in TABLES.items()}
+    tables.update({name: {"description": d} for name, d in VIEWS.items()})
+    return {
+        "title": "vmlab results",
+        "description": ("Runs of Linux memory-management reproducers on simulated NUMA machines (vmlab). "
+                        "Read-only. Every figure hangs off a run (runs.id); start from v_runs or a canned query."),
+        "databases": {db_name: {
+            "tables": tables,
+            "queries": {k: {"title": t, "description": d, "sql": sql} for k, (t, d, sql) in QUERIES.items()},
+        }},
+    }
