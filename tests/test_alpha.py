@@ -105,3 +105,17 @@ def test_alpha_qsbench_above_ram_swaps_to_the_disk_and_finishes(vmlab_env, tmp_p
     d = dict(c.execute("SELECT counter, delta FROM v_vmstat_delta WHERE run_id = 1 AND counter IN "
                        "('pswpin', 'pswpout')").fetchall())
     assert d["pswpin"] > 1000 and d["pswpout"] > 1000
+
+
+def test_alpha_latprobe_measures_its_one_node(vmlab_env, tmp_path):
+    """A kernel without NUMA has no SLIT row: latprobe probes its one node as
+    local (before, it found no distance class and reported nothing, ok)."""
+    r = subprocess.run([sys.executable, str(REPO / "run.py"), "-t", "es-clipper-4", "-e", "latprobe", "-p",
+                        "swap=none,buf_frac=0.0625,laps=1,increments=50", "--db", str(tmp_path / "r.db"),
+                        "--runs-dir", str(tmp_path / "runs")], env=ENV, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    c = sqlite3.connect(tmp_path / "r.db")
+    chases = [json.loads(b) for (b,) in c.execute("SELECT body FROM records WHERE type = 'chase'")]
+    assert len(chases) == 1 and chases[0]["distance"] == 10 and chases[0]["on_node"] == 1.0
+    per_load_ns = chases[0]["guest_ms"] * 1e6 / chases[0]["loads"]
+    assert per_load_ns > 1.0

@@ -40,7 +40,7 @@ static void *node_alloc(size_t size, int node)
 		return NULL;
 	unsigned long mask[4] = {0};
 	mask[node / 64] = 1ul << (node % 64);
-	if (syscall(SYS_mbind, p, size, MPOL_BIND, mask, 256ul, 0ul))
+	if (vl_numa() && syscall(SYS_mbind, p, size, MPOL_BIND, mask, 256ul, 0ul))
 		perror("latprobe: mbind");
 	memset(p, 1, size);  /* fault every page in on the bound node */
 	return p;
@@ -52,6 +52,8 @@ static double on_node(char *p, size_t size, int node)
 	enum { N = 64 };
 	void *pages[N];
 	int status[N], hit = 0;
+	if (!vl_numa())
+		return 1.0;  /* one node: every page is on it */
 	for (int i = 0; i < N; i++)
 		pages[i] = p + (size / N) * i;
 	if (syscall(SYS_move_pages, 0, N, pages, NULL, status, 0))
@@ -178,6 +180,11 @@ int main(int argc, char **argv)
 		q = e;
 	}
 	free(row);
+	if (nd == 0 && !vl_numa()) {
+		/* A kernel without NUMA (Alpha) has no SLIT: its one node is local. */
+		dist[0] = 10;
+		nd = 1;
+	}
 	int target[256], nt = 0;
 	for (int n = 0; n < nd && n < nodes; n++) {
 		int seen = 0;
@@ -187,6 +194,10 @@ int main(int argc, char **argv)
 			target[nt++] = n;
 	}
 
+	if (nt == 0) {
+		fprintf(stderr, "latprobe: no distance class to probe from node %u\n", home);
+		return 1;
+	}
 	size_t size = (size_t)buf_mib << 20, lines = size / 64;
 	uint32_t *order = malloc(lines * sizeof *order);
 	for (int k = 0; k < nt; k++) {
