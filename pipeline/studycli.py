@@ -80,50 +80,65 @@ class Progress:
             self.bar.stop()
 
 
-def main(argv: list[str]) -> int:
+def run(study_path, dbpath: Path, groups=None, workers=None, dask=None, retries=2, rerun=False,
+        report=True) -> tuple[int, bool]:
+    """Load, run what is missing, print the tally (and write the report);
+    (study id, every run ok). Bad input exits 2 before anything runs."""
     from analysis import db
     from pipeline import pools, runner, study as study_mod
-    a = parser().parse_args(argv)
-    if a.workers is not None and not 1 <= a.workers <= 256:
-        fail(f"--workers: expected 1 to 256, got {a.workers}")
-    if not 0 <= a.retries <= 10:
-        fail(f"--retries: expected 0 to 10, got {a.retries}")
+    if workers is not None and not 1 <= workers <= 256:
+        fail(f"--workers: expected 1 to 256, got {workers}")
+    if not 0 <= retries <= 10:
+        fail(f"--retries: expected 0 to 10, got {retries}")
     try:
-        st = study_mod.load(a.file)
+        st = study_mod.load(study_path, groups)
     except InputError as e:
         fail(str(e))
-    dbpath = Path(a.db).resolve()
-    if a.dry_run:
-        con = db.connect(dbpath) if dbpath.exists() else None
-        for r in st.runs:
-            ok = con and con.execute("SELECT 1 FROM runs WHERE run_key = ? AND status = 'ok'", (r.key,)).fetchone()
-            print(f"{r.position:4d} {r.key[:12]} {'ok  ' if ok else 'todo'} {runner._label(r)}")
-        print(f"{len(st.runs)} runs")
-        return 0
-    if a.dask:
+    if dask:
         try:
-            pool = pools.DaskPool(a.dask)
+            pool = pools.DaskPool(dask)
         except (OSError, TimeoutError, ValueError) as e:
-            fail(f"--dask {a.dask}: cannot reach the scheduler ({e})")
+            fail(f"--dask {dask}: cannot reach the scheduler ({e})")
         build = None  # each worker builds what it needs in its own cache
     else:
         largest = max(r.prep.topo.total_memory_mib for r in st.runs) if st.runs else 0
-        pool = pools.LocalPool(a.workers or pools.local_size(largest))
+        pool = pools.LocalPool(workers or pools.local_size(largest))
         build = prebuild
     prog = Progress(len(st.runs), pool.where)
     try:
-        sid, t = runner.execute(st, dbpath, pool, retries=a.retries, rerun=a.rerun, build=build, progress=prog)
+        sid, t = runner.execute(st, dbpath, pool, retries=retries, rerun=rerun, build=build, progress=prog)
     except KeyboardInterrupt:
         prog.stop()
         print("study interrupted: finished runs are stored; run the same command to resume", file=sys.stderr)
-        return 130
+        sys.exit(130)
     prog.stop()
     con = db.connect(dbpath)
     counts = runner.status_counts(con, sid)
     print(f"study {sid} ({st.name}): {len(st.runs)} runs: {t.skipped} already done, {t.ok} ok, {t.failed} failed, "
           f"{t.lost} lost, {t.retried} retried; {t.wall_s:.0f} s on {pool.where}")
     print("  by status in the database: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    if not a.no_report:
-        from analysis import report
-        report.main(["--study", str(sid), "--db", str(dbpath)])
-    return 0 if counts.get("ok", 0) == len(st.runs) else 1
+    if report:
+        from analysis import report as report_mod
+        report_mod.main(["--study", str(sid), "--db", str(dbpath)])
+    return sid, counts.get("ok", 0) == len(st.runs)
+
+
+def main(argv: list[str]) -> int:
+    from analysis import db
+    from pipeline import runner, study as study_mod
+    a = parser().parse_args(argv)
+    dbpath = Path(a.db).resolve()
+    if a.dry_run:
+        try:
+            st = study_mod.load(a.file)
+        except InputError as e:
+            fail(str(e))
+        con = db.connect(dbpath) if dbpath.exists() else None
+        for r in st.runs:
+            ok = con and con.execute("SELECT 1 FROM runs WHERE run_key = ? AND status = 'ok'", (r.key,)).fetchone()
+            print(f"{r.position:4d} {r.key[:12]} {'ok  ' if ok else 'todo'} {runner._label(r)}")
+        print(f"{len(st.runs)} runs")
+        return 0
+    _, all_ok = run(a.file, dbpath, workers=a.workers, dask=a.dask, retries=a.retries, rerun=a.rerun,
+                    report=not a.no_report)
+    return 0 if all_ok else 1
