@@ -55,12 +55,17 @@ class DaskPool:
         n = len(self.client.scheduler_info().get("workers", {}))
         self.workers = max(1, n)
         self.where = f"Dask cluster {self.client.scheduler.address} ({n} workers)"
+        self._futures = []
 
     def submit(self, key: str, spec_json: str, workdir: Path | None = None):
         # The task's files stay on its worker (a temporary directory); only
         # its database and console come back. pure=False: a retried key must run again, not return Dask's cached result.
-        return self.client.submit(worker.run_task, spec_json, None, key=f"vmlab-{key[:16]}-{os.urandom(3).hex()}",
-                                  pure=False)
+        f = self.client.submit(worker.run_task, spec_json, None, key=f"vmlab-{key[:16]}-{os.urandom(3).hex()}",
+                               pure=False)
+        self._futures.append(f)
+        return f
 
     def close(self, cancel: bool = False) -> None:
+        if cancel:  # queued tasks never start; a running one finishes on its worker, unmerged
+            self.client.cancel([f for f in self._futures if not f.done()])
         self.client.close()
