@@ -127,6 +127,66 @@ def _groups(path: Path, data: dict) -> list[dict]:
     return out
 
 
+def _expand(path: Path, g: dict, planned: dict, total: int) -> int:
+    """Check one [[matrix]] block, then add its runs to `planned` (by key);
+    returns the running count of combinations named."""
+    w = g["where"]
+    reps = g["repeats"]
+    if isinstance(reps, bool) or not isinstance(reps, int) or not 1 <= reps <= MAX_REPEATS:
+        raise _err(path, f"{w}repeats", f"an integer from 1 to {MAX_REPEATS}", reps)
+    for k in g["axes"]:
+        if k not in AXES:
+            raise _err(path, f"{w}axes.{k}", f"one of {', '.join(AXES)}")
+    for k, v in g["run"].items():
+        if k not in RUN_FIELDS:
+            raise _err(path, f"{w}run.{k}", f"a run option ({', '.join(sorted(RUN_FIELDS))})")
+        if not _scalar(v):
+            raise _err(path, f"{w}run.{k}", "a single value", v)
+    axes = {k: _axis(path, f"{w}axes.{k}", v) for k, v in g["axes"].items()}
+    if "topology" in axes:  # a topology file named by path is relative to the study file
+        axes["topology"] = [_beside(path, t) for t in axes["topology"]]
+    if "experiment" not in axes and "experiment" not in g["run"]:
+        raise _err(path, f"{w}axes.experiment", "the experiments to run (a list of experiments/ folders)")
+    names = list(axes)
+    # Count before checking anything: an absurd matrix is refused at once.
+    exps = axes.get("experiment", [g["run"].get("experiment")])
+    others = math.prod(len(v) for k, v in axes.items() if k != "experiment")
+    for e in exps:
+        own = g["experiment"].get(str(e), {})
+        own = own.get("params", {}) if isinstance(own, dict) else {}
+        per = math.prod(len(v) if isinstance(v, list) else 1 for v in {**g["params"], **own}.values())
+        total += others * per * reps
+    if total > MAX_RUNS:
+        raise _err(path, f"{w}axes", f"a study of at most {MAX_RUNS} runs, got {total}")
+    for combo in itertools.product(*(axes[n] for n in names)):
+        chosen = dict(zip(names, combo))
+        exp = chosen.get("experiment", g["run"].get("experiment"))
+        own = _table(path, g["experiment"], str(exp), {"params"}).get("params", {}) if str(exp) in \
+            g["experiment"] else {}
+        params = {**g["params"], **own}
+        p_axes = {k: _axis(path, f"{w}params.{k}", v) for k, v in params.items()}
+        for pcombo in itertools.product(*p_axes.values()):
+            pvals = dict(zip(p_axes, pcombo))
+            for rep in range(reps):
+                fields_ = {**g["run"], **chosen, "repeat": rep}
+                try:
+                    spec = RunSpec(**{k: v for k, v in fields_.items() if k != "params"}).with_params(pvals)
+                    prep = prepare(spec)
+                except TypeError as e:
+                    raise InputError(f"{path}: {e}") from None
+                except InputError as e:
+                    raise InputError(f"{path}: run {json.dumps({**chosen, **pvals, 'repeat': rep})}: {e}") \
+                        from None
+                if prep.key not in planned:
+                    varied = {**chosen, **{f"param.{k}": v for k, v in pvals.items() if len(p_axes[k]) > 1}}
+                    if "topology" in varied:
+                        varied["topology"] = prep.topo.name  # a file's name, not its path
+                    if reps > 1:
+                        varied["repeat"] = rep
+                    planned[prep.key] = PlannedRun(len(planned), prep.key, prep.spec, varied, prep)
+    return total
+
+
 def load(path: Path | str, groups: list[str] | None = None) -> Study:
     """groups: only the [[matrix]] blocks with these names (e.g. one seed of
     studies/seeds.toml)."""
@@ -156,59 +216,6 @@ def load(path: Path | str, groups: list[str] | None = None) -> Study:
                                  f"{', '.join(str(n) for n in names if n) or 'none'})")
         chosen_groups = [g for g in chosen_groups if g["name"] in groups]
     for g in chosen_groups:
-        w = g["where"]
-        reps = g["repeats"]
-        if isinstance(reps, bool) or not isinstance(reps, int) or not 1 <= reps <= MAX_REPEATS:
-            raise _err(path, f"{w}repeats", f"an integer from 1 to {MAX_REPEATS}", reps)
-        for k in g["axes"]:
-            if k not in AXES:
-                raise _err(path, f"{w}axes.{k}", f"one of {', '.join(AXES)}")
-        for k, v in g["run"].items():
-            if k not in RUN_FIELDS:
-                raise _err(path, f"{w}run.{k}", f"a run option ({', '.join(sorted(RUN_FIELDS))})")
-            if not _scalar(v):
-                raise _err(path, f"{w}run.{k}", "a single value", v)
-        axes = {k: _axis(path, f"{w}axes.{k}", v) for k, v in g["axes"].items()}
-        if "topology" in axes:  # a topology file named by path is relative to the study file
-            axes["topology"] = [_beside(path, t) for t in axes["topology"]]
-        if "experiment" not in axes and "experiment" not in g["run"]:
-            raise _err(path, f"{w}axes.experiment", "the experiments to run (a list of experiments/ folders)")
-        names = list(axes)
-        # Count before checking anything: an absurd matrix is refused at once.
-        exps = axes.get("experiment", [g["run"].get("experiment")])
-        others = math.prod(len(v) for k, v in axes.items() if k != "experiment")
-        for e in exps:
-            own = g["experiment"].get(str(e), {})
-            own = own.get("params", {}) if isinstance(own, dict) else {}
-            per = math.prod(len(v) if isinstance(v, list) else 1 for v in {**g["params"], **own}.values())
-            total += others * per * reps
-        if total > MAX_RUNS:
-            raise _err(path, f"{w}axes", f"a study of at most {MAX_RUNS} runs, got {total}")
-        for combo in itertools.product(*(axes[n] for n in names)):
-            chosen = dict(zip(names, combo))
-            exp = chosen.get("experiment", g["run"].get("experiment"))
-            own = _table(path, g["experiment"], str(exp), {"params"}).get("params", {}) if str(exp) in \
-                g["experiment"] else {}
-            params = {**g["params"], **own}
-            p_axes = {k: _axis(path, f"{w}params.{k}", v) for k, v in params.items()}
-            for pcombo in itertools.product(*p_axes.values()):
-                pvals = dict(zip(p_axes, pcombo))
-                for rep in range(reps):
-                    fields_ = {**g["run"], **chosen, "repeat": rep}
-                    try:
-                        spec = RunSpec(**{k: v for k, v in fields_.items() if k != "params"}).with_params(pvals)
-                        prep = prepare(spec)
-                    except TypeError as e:
-                        raise InputError(f"{path}: {e}") from None
-                    except InputError as e:
-                        raise InputError(f"{path}: run {json.dumps({**chosen, **pvals, 'repeat': rep})}: {e}") \
-                            from None
-                    if prep.key not in planned:
-                        varied = {**chosen, **{f"param.{k}": v for k, v in pvals.items() if len(p_axes[k]) > 1}}
-                        if "topology" in varied:
-                            varied["topology"] = prep.topo.name  # a file's name, not its path
-                        if reps > 1:
-                            varied["repeat"] = rep
-                        planned[prep.key] = PlannedRun(len(planned), prep.key, prep.spec, varied, prep)
+        total = _expand(path, g, planned, total)
     return Study(name.strip(), description, path, text, hashlib.sha256(text.encode()).hexdigest(),
                  list(planned.values()))
