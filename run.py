@@ -26,7 +26,8 @@ sys.path.insert(0, str(REPO))
 
 from bootstrap import bootstrap  # noqa: E402  (standard library only)
 
-COMMANDS = ("run", "list", "show", "query", "compare", "build", "test", "bench", "study", "report", "browse")
+COMMANDS = ("run", "list", "show", "query", "compare", "build", "test", "bench", "study", "seeds", "report",
+            "browse")
 
 
 def run_parser() -> argparse.ArgumentParser:
@@ -43,6 +44,7 @@ def run_parser() -> argparse.ArgumentParser:
                "  ./run.py test [PYTEST ARGS]   the test suite (what CI runs)\n"
                "  ./run.py bench                the timing model's speed: guest MIPS per mode, QEMU peak RSS\n"
                "  ./run.py study FILE           run a study's matrix (local pool or --dask ADDRESS), then report\n"
+               "  ./run.py seeds [SEED ...]     each seed's reproducer with its kernels, then the seed's own table\n"
                "  ./run.py report --study N     an HTML report of plots and tables (report/study-N/index.html)\n"
                "  ./run.py browse               Datasette on the results database, read-only\n"
                "each takes --help.")
@@ -318,6 +320,11 @@ def cmd_study(argv) -> int:
     return studycli.main(argv)
 
 
+def cmd_seeds(argv) -> int:
+    from pipeline import seedscli
+    return seedscli.main(argv)
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] in ([], ["run"], ["-h"], ["--help"]) and {"-h", "--help"} & set(argv):
         run_parser().print_help()  # help needs nothing installed
@@ -326,7 +333,7 @@ def main(argv: list[str]) -> int:
     if argv and argv[0] in COMMANDS and argv[0] != "run":
         return {"list": cmd_list, "show": cmd_show, "query": cmd_query, "compare": cmd_compare, "build": cmd_build,
                 "test": cmd_test, "bench": cmd_bench, "report": cmd_report, "browse": cmd_browse,
-                "study": cmd_study}[argv[0]](argv[1:])
+                "study": cmd_study, "seeds": cmd_seeds}[argv[0]](argv[1:])
     if argv and argv[0] == "run":
         argv = argv[1:]
     return cmd_run(run_parser().parse_args(argv))

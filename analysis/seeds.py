@@ -1,0 +1,514 @@
+"""The seeds' own tables: `./run.py seeds --table-only [SEED ...]`.
+
+Per seed, the seed's table rebuilt from our database: its row names and
+units, one column per kernel with % against the first (as mmtests'
+compare-kernels and the seed print it), then the seed's PUBLISHED figures
+for the kernels ours stand for, with their % for the same pair, and a line
+that says whether our direction is the seed's. Our machines are scaled down,
+so ratios are what compare, not sizes. The rows and how our runs give them
+are in analysis/seed_tables.py."""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sqlite3
+import statistics
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from analysis import db
+from analysis.compare import _fmt, pct
+from analysis.seed_tables import LEVELS_MB, SEEDS, Row, forget, run_of
+
+REPO = Path(__file__).resolve().parent.parent
+SEEDS_STUDY = REPO / "studies" / "seeds.toml"
+FLAT = 0.01  # a change under 1 % shows no direction
+
+
+class SeedError(ValueError):
+    """Bad input: one line."""
+
+
+@dataclass(frozen=True)
+class Pub:
+    values: tuple          # several: the seed's repeats, or a range it gave (shown as mean (min-max))
+    unit: str
+    source: str            # the seed's words, verbatim but for line breaks and runs of spaces
+    raw: tuple = ()        # each figure as written in source
+    note: str = ""         # how a derived figure was derived
+
+
+def _minsec(t: str) -> float:
+    m, s = t.split(":")
+    return 60 * int(m) + float(s)
+
+
+# --- 001: the mmtests tables, verbatim; parsed below so each figure stays as written -------
+MMTESTS_COLUMNS = ("vanilla", "flatten-v1r8", "limitprio-v1r8", "block-v1r8", "tidy-v1r8")
+MMTESTS_OPS = """\
+Ops memcachetest-0M 10932.00 ( 0.00%) 10898.00 ( -0.31%) 10903.00 ( -0.27%) 10911.00 ( -0.19%) 10916.00 ( -0.15%)
+Ops memcachetest-749M 7816.00 ( 0.00%) 10715.00 ( 37.09%) 11006.00 ( 40.81%) 10903.00 ( 39.50%) 10856.00 ( 38.89%)
+Ops memcachetest-2498M 3974.00 ( 0.00%) 3190.00 (-19.73%) 11623.00 (192.48%) 11142.00 (180.37%) 10930.00 (175.04%)
+Ops memcachetest-4246M 2355.00 ( 0.00%) 2915.00 ( 23.78%) 12619.00 (435.84%) 11212.00 (376.09%) 10904.00 (363.01%)
+Ops io-duration-0M 0.00 ( 0.00%) 0.00 ( 0.00%) 0.00 ( 0.00%) 0.00 ( 0.00%) 0.00 ( 0.00%)
+Ops io-duration-749M 31.00 ( 0.00%) 16.00 ( 48.39%) 9.00 ( 70.97%) 9.00 ( 70.97%) 8.00 ( 74.19%)
+Ops io-duration-2498M 89.00 ( 0.00%) 111.00 (-24.72%) 27.00 ( 69.66%) 28.00 ( 68.54%) 27.00 ( 69.66%)
+Ops io-duration-4246M 182.00 ( 0.00%) 165.00 ( 9.34%) 49.00 ( 73.08%) 46.00 ( 74.73%) 45.00 ( 75.27%)
+Ops swaptotal-0M 0.00 ( 0.00%) 0.00 ( 0.00%) 0.00 ( 0.00%) 0.00 ( 0.00%) 0.00 ( 0.00%)
+Ops swaptotal-749M 219394.00 ( 0.00%) 162045.00 ( 26.14%) 0.00 ( 0.00%) 0.00 ( 0.00%) 16.00 ( 99.99%)
+Ops swaptotal-2498M 312904.00 ( 0.00%) 389809.00 (-24.58%) 334.00 ( 99.89%) 1233.00 ( 99.61%) 8.00 (100.00%)
+Ops swaptotal-4246M 471517.00 ( 0.00%) 395170.00 ( 16.19%) 0.00 ( 0.00%) 1117.00 ( 99.76%) 29.00 ( 99.99%)
+Ops swapin-0M 0.00 ( 0.00%) 0.00 ( 0.00%) 0.00 ( 0.00%) 0.00 ( 0.00%) 0.00 ( 0.00%)
+Ops swapin-749M 62057.00 ( 0.00%) 5954.00 ( 90.41%) 0.00 ( 0.00%) 0.00 ( 0.00%) 0.00 ( 0.00%)
+Ops swapin-2498M 143617.00 ( 0.00%) 154592.00 ( -7.64%) 0.00 ( 0.00%) 0.00 ( 0.00%) 0.00 ( 0.00%)
+Ops swapin-4246M 160417.00 ( 0.00%) 125904.00 ( 21.51%) 0.00 ( 0.00%) 13.00 ( 99.99%) 0.00 ( 0.00%)
+Ops minorfaults-0M 1683549.00 ( 0.00%) 1685771.00 ( -0.13%) 1675398.00 ( 0.48%) 1723245.00 ( -2.36%) 1683717.00 ( -0.01%)
+Ops minorfaults-749M 1788977.00 ( 0.00%) 1871737.00 ( -4.63%) 1617193.00 ( 9.60%) 1610892.00 ( 9.95%) 1682760.00 ( 5.94%)
+Ops minorfaults-2498M 1836894.00 ( 0.00%) 1796566.00 ( 2.20%) 1677878.00 ( 8.66%) 1685741.00 ( 8.23%) 1609514.00 ( 12.38%)
+Ops minorfaults-4246M 1797685.00 ( 0.00%) 1819832.00 ( -1.23%) 1689258.00 ( 6.03%) 1690695.00 ( 5.95%) 1684430.00 ( 6.30%)
+Ops majorfaults-0M 5.00 ( 0.00%) 7.00 (-40.00%) 5.00 ( 0.00%) 24.00 (-380.00%) 9.00 (-80.00%)
+Ops majorfaults-749M 10310.00 ( 0.00%) 876.00 ( 91.50%) 73.00 ( 99.29%) 63.00 ( 99.39%) 90.00 ( 99.13%)
+Ops majorfaults-2498M 20809.00 ( 0.00%) 22377.00 ( -7.54%) 102.00 ( 99.51%) 110.00 ( 99.47%) 55.00 ( 99.74%)
+Ops majorfaults-4246M 23228.00 ( 0.00%) 20270.00 ( 12.73%) 196.00 ( 99.16%) 222.00 ( 99.04%) 102.00 ( 99.56%)"""
+MMTESTS_VMSTAT = """\
+Page Ins 1567012 1238608 90388 103832 75684
+Page Outs 12837552 15223512 12726464 13613400 12668604
+Swap Ins 366362 286798 0 13 0
+Swap Outs 637724 660574 334 2337 53
+Direct pages scanned 0 0 0 196955 292532
+Kswapd pages scanned 11763732 4389473 207629411 22337712 3885443
+Kswapd pages reclaimed 1262812 1186228 1228379 971375 685338
+Direct pages reclaimed 0 0 0 186053 267255
+Kswapd efficiency 10% 27% 0% 4% 17%
+Kswapd velocity 9111.544 3407.923 161226.742 17342.002 3009.265
+Direct efficiency 100% 100% 100% 94% 91%
+Direct velocity 0.000 0.000 0.000 152.907 226.565
+Page writes by reclaim 2858699 1159073 42498573 21198413 3018972
+Page writes file 2220975 498499 42498239 21196076 3018919
+Page writes anon 637724 660574 334 2337 53"""
+OPS_KEYS = {"memcachetest": ("ops", "ops/s"), "io-duration": ("io", "s"), "swaptotal": ("swaptotal", "pages"),
+            "swapin": ("swapin", "pages"), "minorfaults": ("minor", "faults"), "majorfaults": ("major", "faults")}
+VMSTAT_KEYS = {"Page Ins": ("pgpgin", "KiB"), "Page Outs": ("pgpgout", "KiB"), "Swap Ins": ("pswpin", "pages"),
+               "Swap Outs": ("pswpout", "pages"), "Direct pages scanned": ("dscan", "pages"),
+               "Kswapd pages scanned": ("kscan", "pages"), "Kswapd pages reclaimed": ("ksteal", "pages"),
+               "Direct pages reclaimed": ("dsteal", "pages"), "Kswapd efficiency": ("keff", "%"),
+               "Kswapd velocity": ("kvel", "pages/s"), "Direct efficiency": ("deff", "%"),
+               "Direct velocity": ("dvel", "pages/s"), "Page writes by reclaim": ("writes", "pages"),
+               "Page writes file": ("wfile", "pages"), "Page writes anon": ("wanon", "pages")}
+
+
+def _mmtests() -> dict:
+    out = {}
+    for line in MMTESTS_OPS.splitlines():
+        name, mb = re.match(r"Ops (\S+)-(\d+)M ", line).groups()
+        key, unit = OPS_KEYS[name]
+        figs = re.findall(r"(-?[\d.]+) \(\s*-?[\d.]+%\)", line)
+        out[f"{key}-{LEVELS_MB.index(int(mb))}"] = {
+            c: Pub((float(v),), unit, line, (v,)) for c, v in zip(MMTESTS_COLUMNS, figs)}
+    for line in MMTESTS_VMSTAT.splitlines():
+        name = re.match(r"([A-Za-z ]+?) -?\d", line).group(1)
+        key, unit = VMSTAT_KEYS[name]
+        figs = re.findall(r"-?\d+(?:\.\d+)?%?", line[len(name):])
+        out[key] = {c: Pub((float(v.rstrip("%")),), unit, line, (v,)) for c, v in zip(MMTESTS_COLUMNS, figs)}
+    return out
+
+
+# --- 003: Lorenzo Allegrucci's runs, verbatim (tcsh's time: user, system, elapsed, CPU, major faults) ---
+QSBENCH = {
+    "2.4.10-ac9": """Linux-2.4.10-ac9:
+lenstra:~/src/qsort> time ./qsbench -n 90000000 -p 1 -s 140175100
+seed = 140175100
+71.370u 2.560s 3:17.94 37.3% 0+0k 0+0io 11773pf+0w
+lenstra:~/src/qsort> time ./qsbench -n 90000000 -p 1 -s 140175100
+seed = 140175100
+71.760u 3.170s 4:02.93 30.8% 0+0k 0+0io 15487pf+0w
+lenstra:~/src/qsort> time ./qsbench -n 90000000 -p 1 -s 140175100
+seed = 140175100
+71.090u 3.080s 4:07.94 29.9% 0+0k 0+0io 15856pf+0w
+kswapd CPU time: 0:23""",
+    "2.4.10-ac9 + smooth": """Linux-2.4.10-ac9 + Rik's smooth patch:
+lenstra:~/src/qsort> time ./qsbench -n 90000000 -p 1 -s 140175100
+seed = 140175100
+71.090u 6.260s 3:21.65 38.3% 0+0k 0+0io 12868pf+0w
+lenstra:~/src/qsort> time ./qsbench -n 90000000 -p 1 -s 140175100
+seed = 140175100
+72.460u 6.030s 3:58.10 32.9% 0+0k 0+0io 14637pf+0w
+lenstra:~/src/qsort> time ./qsbench -n 90000000 -p 1 -s 140175100
+seed = 140175100
+71.630u 7.400s 4:00.86 32.8% 0+0k 0+0io 14894pf+0w
+kswapd CPU time: 0:21"""}
+
+
+def _qsbench() -> dict:
+    out: dict = {}
+    for col, block in QSBENCH.items():
+        runs = re.findall(r"([\d.]+)u ([\d.]+)s ([\d:.]+) ([\d.]+)% \S+ \S+ (\d+)pf", block)
+        for i, (key, unit, conv) in enumerate((("user", "s", float), ("system", "s", float),
+                                               ("elapsed", "s", _minsec), ("cpu", "%", float),
+                                               ("majflt", "faults", int))):
+            raw = tuple(r[i] for r in runs)
+            out.setdefault(key, {})[col] = Pub(tuple(float(conv(x)) for x in raw), unit, block, raw)
+        ks = re.search(r"kswapd CPU time: (\d+:\d+)", block).group(1)
+        out.setdefault("kswapd", {})[col] = Pub((_minsec(ks),), "s", block, (ks,), "read once, after the three runs")
+    return out
+
+
+P000_IDEAL = "If it works flawlessly it will complete its work in about 20 X 18 seconds = 6 minutes, then sleep."
+P000_SLOW = ("This causes it to take about 10 minutes to complete, and kswapd usage stays at 100% when the program "
+             "sleeps.")
+P000_OVER = "taking about 20% more real time and 95% more cpu than it should."
+P004_FOUR = "Swapping starts after four RADs are filled and the free memory of one of this RADs becomes very small."
+P004_LOG = ("13:16 cycle0: 16th GB steht top<2% vsz=61.2GB "
+            "14:05 cycle0: 27th GB pcpu=2.4% rss=29G kernel=87%cpu26 free=90GB")
+FIX, STORM = "2.4.9 + kswapd-sleeps", "2.4.9"
+TRU64, PATCHED = "Tru64 5.1B-PK4", "Tru64 patched (May 2005)"
+PUBLISHED = {
+    "000": {
+        "chunk_s": {FIX: Pub((18,), "s", P000_IDEAL, ("18 seconds",),
+                             "the flawless pace the seed expected, not a run with the fix"),
+                    STORM: Pub((30,), "s", P000_SLOW, ("10 minutes",), "derived: about 10 minutes over 20 chunks")},
+        "run_s": {FIX: Pub((360,), "s", P000_IDEAL, ("6 minutes",), "the flawless run"),
+                  STORM: Pub((600,), "s", P000_SLOW, ("10 minutes",))},
+        "over_ideal": {STORM: Pub((20,), "%", P000_OVER, ("20% more real time",))},
+        "cpu_over_ideal": {STORM: Pub((95,), "%", P000_OVER, ("95% more cpu",))},
+        "kswapd_steady": {
+            STORM: Pub((100,), "%", "most memory ends up on the active list and kswapd cpu utilization hits 100%.",
+                       ("100%",)),
+            FIX: Pub((35,), "%", "This reduced the steady-state cpu usage to about 35%, still very unimpressive but "
+                                 "no longer a DoS.", ("35%",))},
+        "kswapd_sleeping": {STORM: Pub((100,), "%", P000_SLOW, ("100%",)),
+                            FIX: Pub((18,), "%", "cpu usage drops to about 18% when the program sleeps", ("18%",))},
+        # gprof with the fix, steady state (71.62 % of it default_idle)
+        "refill_inactive_scan": {FIX: Pub((7.10,), "%", "7.10 28.15 2.54 2138 1188.03 1253.38 refill_inactive_scan",
+                                          ("7.10",))},
+        "page_launder": {FIX: Pub((6.15,), "%", "6.15 30.35 2.20 2849 772.20 819.82 page_launder", ("6.15",))},
+        "stext_lock": {FIX: Pub((5.26,), "%", "5.26 32.23 1.88 stext_lock", ("5.26",))},
+    },
+    "001": _mmtests(),
+    "002": {
+        "sys": {"no trylock (2009)": Pub((100,), "% of busy", "on large systems very high system time(100%) and lots "
+                                                              "of lock contention was observed.", ("100%",))},
+        # PerfTop, 8 CPUs, kernel 99.7 % of samples: the share of all samples
+        "spin_lock": {"no trylock (2009)": Pub(
+            (75.1,), "% of kernel", "3235.00 - 75.1% - ffffffff814afb21 : _spin_lock", ("75.1%",))},
+        "page_check_address": {"no trylock (2009)": Pub(
+            (15.6,), "% of kernel", "670.00 - 15.6% - ffffffff81101a33 : page_check_address", ("15.6%",))},
+    },
+    "003": _qsbench(),
+    "004": {
+        "touched": {
+            TRU64: Pub((4,), "nodes' worth", "After the 4th RAD (RAD28) is filled the number of free pages on RAD 26 "
+                                             "drops below 40 pages and paging starts (4*4GB=16GB touched).",
+                       ("4*4GB=16GB touched",), "derived: 16 GB over 4 GB per RAD"),
+            PATCHED: Pub((22.5,), "nodes' worth", "After applying the new patch the memeater got 90GB for the first "
+                                                  "time without heavy paging.", ("90GB",),
+                         "derived: 90 GB over 4 GB per RAD, a lower bound (still 'swap=100 pages, 48GB free')")},
+        "filled": {TRU64: Pub((4,), "nodes", P004_FOUR, ("four RADs",))},
+        "free_nodes": {TRU64: Pub((28,), "nodes", P004_FOUR, ("four RADs",),
+                                  "derived: the GS1280's 32 RADs less the four filled")},
+        "free_pct": {TRU64: Pub((90 / 128 * 100,), "% of memory", P004_LOG, ("free=90GB",),
+                                "derived: 90 of 128 GB free at the 27th GB, swapping since the 16th")},
+        "cycle": {TRU64: Pub((0,), "cycle", P004_LOG, ("cycle0",), "the 16 GB run (Fig. 2)")},
+        "ms_before": {TRU64: Pub((1000, 3000), "ms", "Until here every GB is written in about 1-3 seconds.",
+                                 ("1-3 seconds",))},
+        "ms_after": {TRU64: Pub((49 * 60e3 / 11,), "ms", P004_LOG, ("13:16", "16th GB", "14:05", "27th GB"),
+                                "derived: 11 GB in the 49 minutes from 13:16 to 14:05")},
+    },
+}
+
+
+# --- which runs ---------------------------------------------------------------------------
+def seed_of(seed: str):
+    if seed not in SEEDS:
+        raise SeedError(f"unknown seed {seed!r} (the seeds: {' '.join(SEEDS)})")
+    return SEEDS[seed]
+
+
+def _block(toml_text: str, seed: str) -> dict:
+    """The seed's [[matrix]] block of a study file, or {} (a study without one)."""
+    try:
+        data = tomllib.loads(toml_text)
+    except tomllib.TOMLDecodeError:
+        return {}
+    return next((g for g in data.get("matrix", []) if isinstance(g, dict) and str(g.get("name")) == seed), {})
+
+
+def _axis(block: dict, name: str) -> list:
+    v = block.get("axes", {}).get(name)
+    return [] if v is None else [Path(str(x)).stem if str(x).endswith(".toml") else str(x)
+                                 for x in (v if isinstance(v, list) else [v])]
+
+
+def _params_match(block: dict, r) -> bool:
+    """The run has the parameters the seed's block sets (a list there: one of them)."""
+    have = json.loads(r["params_json"])
+    same = lambda a, b: a == b or (isinstance(a, (int, float)) and isinstance(b, (int, float)) and  # noqa: E731
+                                   float(a) == float(b))
+    return all(any(same(have.get(k), x) for x in (v if isinstance(v, list) else [v]))
+               for k, v in block.get("params", {}).items())
+
+
+def _column(s, r) -> tuple:
+    """A column, in display order: the machine (when the seed varies it), flavor and timing mode, then the
+    kernel (the seed's order first)."""
+    rank = list(s.stands_for)
+    kern = (rank.index(r["patch_set"]) if r["patch_set"] in rank else len(rank), r["patch_set"])
+    machine = (r["cpus"], r["nodes"], r["topology"]) if s.by_machine else ()
+    return (machine, r["kernel_flavor"] != "default", r["kernel_flavor"], r["timing_mode"] != "off",
+            r["timing_mode"], kern)
+
+
+def select_runs(con, seed: str, study_id: int | None = None) -> list[int]:
+    """The latest ok runs per column among runs of the seed's experiment and
+    topologies (as many per column as its block repeats), or exactly the ok
+    runs of the seed's group in a study."""
+    s = seed_of(seed)
+    ours = _block(SEEDS_STUDY.read_text(), seed) if SEEDS_STUDY.exists() else {}
+    if study_id is None:
+        block = ours
+        rows = con.execute("SELECT * FROM runs WHERE experiment = ? AND status = 'ok' ORDER BY id DESC",
+                           (s.experiment,)).fetchall()
+        topos = _axis(block, "topology")
+        latest: dict = {}
+        for r in rows:  # newest first: one run per run key (a repeat has its own), then `repeats` per column
+            if (not topos or r["topology"] in topos) and _params_match(block, r) \
+                    and (r["run_key"] or r["id"]) not in latest:
+                latest[r["run_key"] or r["id"]] = r
+        cols: dict = {}
+        for r in latest.values():
+            cols.setdefault(_column(s, r), []).append(r)
+        picked = [r for c in cols.values() for r in c[:int(block.get("repeats", 1))]]
+    else:
+        st = con.execute("SELECT toml FROM studies WHERE id = ?", (study_id,)).fetchone()
+        if st is None:
+            raise SeedError(f"no study {study_id} in the database")
+        block = _block(st["toml"], seed) or ours  # a study without the seed's block: the seeds study's machines
+        picked = []
+        for r in con.execute("SELECT r.*, s.axes_json FROM study_runs s JOIN runs r ON r.id = s.run_id "
+                             "WHERE s.study_id = ? AND s.status = 'ok' AND r.status = 'ok' AND r.experiment = ? "
+                             "ORDER BY r.id", (study_id, s.experiment)):
+            axes = json.loads(r["axes_json"])
+            if all(not _axis(block, k) or str(axes.get(k, r[col])) in _axis(block, k)
+                   for k, col in (("topology", "topology"), ("kernel", "patch_set"))):
+                picked.append(r)
+    if not picked:
+        where = f"study {study_id}" if study_id is not None else "the database"
+        topos = "/".join(_axis(block, "topology")) or "any machine"
+        raise SeedError(f"seed {seed}: no ok {s.experiment} runs on {topos} in {where} (run ./run.py seeds {seed})")
+    return [r["id"] for r in sorted(picked, key=lambda r: (_column(s, r), r["id"]))]
+
+
+# --- the table ----------------------------------------------------------------------------
+def _label(col) -> str:
+    flavor, timing, kernel = col[2], col[4], col[5][1]
+    return kernel + (f" ({flavor})" if flavor != "default" else "") + (f" [timing {timing}]" if timing != "off" else "")
+
+
+def _machine(col) -> str:
+    return f"{col[0][2]}, {col[0][0]} CPUs" if col[0] else ""
+
+
+def _agg(vals: list, how: str):
+    """(value, min, max) over a column's runs; None when no run has it."""
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return None
+    return (sum(vals) if how == "sum" else statistics.mean(vals), min(vals), max(vals), len(vals))
+
+
+def _cell(a, how="mean") -> str:
+    if a is None:
+        return "-"
+    v, lo, hi, n = a
+    return _fmt(v) + (f" ({_fmt(lo)}-{_fmt(hi)})" if n > 1 and how == "mean" else "")
+
+
+def _pub(p: Pub | None):
+    return None if p is None else (statistics.mean(p.values), min(p.values), max(p.values), len(p.values))
+
+
+def _sign(a, z) -> int:
+    """+1 / -1 from aggregate a to z; 0 under 1 %, or when repeats' ranges overlap (no clear change)."""
+    if a is None or z is None:
+        return 0
+    base, v = a[0], z[0]
+    if a[3] > 1 and z[3] > 1 and a[1] <= z[2] and z[1] <= a[2]:
+        return 0
+    d = (v - base) / abs(base) if base else (1 if v > base else -1 if v < base else 0)
+    return 0 if abs(d) < FLAT else (1 if d > 0 else -1)
+
+
+def _grid(heads: list[list[str]], rows: list[list[str]]) -> list[str]:
+    w = [max(len(r[i]) for r in [*heads, *rows]) for i in range(len(heads[-1]))]
+    def fmt(cells):
+        return "  ".join(c.ljust(w[i]) if i == 0 else c.rjust(w[i]) for i, c in enumerate(cells)).rstrip()
+    return [*(fmt(h) for h in heads), fmt(["-" * x for x in w]), *(fmt(r) for r in rows)]
+
+
+def render(con, seed: str, run_ids: list[int]) -> str:
+    s = seed_of(seed)
+    forget()
+    try:
+        return _render(con, s, run_ids)
+    finally:
+        forget()
+
+
+def _render(con, s, run_ids) -> str:
+    runs = [run_of(con, i) for i in run_ids]
+    cols: dict = {}
+    for r in sorted(runs, key=lambda r: (_column(s, r), r["id"])):
+        cols.setdefault(_column(s, r), []).append(r)
+    keys = list(cols)
+    # % against the first kernel on the same machine, flavor and timing: runs that differ only in the kernel
+    base = {k: next(b for b in keys if b[:5] == k[:5]) for k in keys}
+    seedcol = {k[5][1]: s.stands_for[k[5][1]] for k in sorted(keys, key=lambda k: k[5]) if k[5][1] in s.stands_for}
+    out = [f"seed {s.id}: {s.title}  [{s.doc}]",
+           f"ours: {s.experiment} on {', '.join(dict.fromkeys(r['topology'] for r in runs))}; " + "; ".join(
+               f"{_label(k)}{' on ' + _machine(k) if k[0] else ''}: run{'s' if len(v) > 1 else ''} "
+               + ", ".join(str(r["id"]) for r in v) for k, v in cols.items()),
+           "kernels: " + "; ".join(f"{k} stands for the seed's {c}" for k, c in seedcol.items()) + f" ({s.pairing})"]
+    for k in keys:
+        group = [r for kk, v in cols.items() if kk[0] == k[0] for r in v]
+        bad = [c for c in ("topology_sha256", "params_json", "seed", "qemu_mode", "guest_isa")
+               if len({r[c] for r in group}) > 1]
+        if bad and k == base[k]:
+            out.append(f"WARNING: the runs{' on ' + _machine(k) if k[0] else ''} differ in {', '.join(bad)}: "
+                       "this compares more than the kernels")
+    for t in s.tables:
+        out += ["", t.title, *_table(con, s, t, run_ids, cols, base, seedcol)]
+    notes = s.notes(con, run_ids) if s.notes else []
+    return "\n".join(out + [""] * bool(notes) + notes) + "\n"
+
+
+def _table(con, s, t, run_ids, cols, base, seedcol) -> list[str]:
+    keys, pubs = list(cols), PUBLISHED.get(s.id, {})
+    rows = t.rows if isinstance(t.rows, tuple) else t.rows(con, run_ids)
+    ours = {row.key: {k: _agg([row.value(con, r["id"]) for r in cols[k]], row.agg) if row.value else None
+                      for k in keys} for row in rows}
+    shown = [c for c in seedcol.values() if any(c in pubs.get(row.key, {}) for row in rows)]
+    pbase = seedcol.get(min(k[5] for k in keys)[1])  # the seed's column for our first kernel
+    pbase = pbase if pbase in shown else None  # the seed's % only when the baseline's column was published
+    head = ["row [unit]"] + [h for k in keys for h in ([_label(k)] if k == base[k] else [_label(k), "%"])]
+    head += [h for c in shown for h in ([f"seed: {c}"] if c == pbase or not pbase else [f"seed: {c}", "%"])]
+    heads = [head]
+    if s.by_machine:  # the machine above its group of columns (002: kernel x CPU count)
+        first = {k[0]: k for k in reversed(keys)}
+        machines = ["machine"] + [h for k in keys for h in [_machine(k) if first[k[0]] == k else ""]
+                                  + ([] if k == base[k] else [""])]
+        heads = [machines + [""] * (len(head) - len(machines)), head]
+    lines, unmeasured, missing = [], [], {}
+    for row in rows:
+        p = pubs.get(row.key, {})
+        if row.value is None:
+            unmeasured.append(f"{row.name} ({row.why})")
+        elif all(a is None for a in ours[row.key].values()):
+            if row.why:
+                missing.setdefault(row.why, []).append(row.name)
+            if not any(c in p for c in shown):
+                continue  # e.g. a hop distance no chunk landed at
+        cells = [f"{row.name} [{row.unit}]"]
+        for k in keys:
+            a, b = ours[row.key][k], ours[row.key][base[k]]
+            cells += ["n/a" if row.value is None else _cell(a, row.agg)] + (
+                [pct(b[0], a[0]) if a and b else ""] if k != base[k] else [])
+        for c in shown:
+            b, a = _pub(p.get(pbase)), _pub(p.get(c))
+            cells += [_cell(a)] + ([pct(b[0], a[0]) if a and b else ""] if pbase and c != pbase else [])
+        lines.append(cells)
+    out = _grid(heads, lines)
+    for h in t.headlines:
+        row = next(r for r in rows if r.key == h.key)
+        out += _direction(s, h, row, ours[h.key], keys, base, pubs.get(h.key, {})) or [
+            f"direction, {h.label}: no two kernels on the same machine, flavor and timing here; nothing to compare"]
+    notes = [f"{row.name} ({c}): {p.note}" for row in rows for c in shown
+             if (p := pubs.get(row.key, {}).get(c)) and p.note]
+    if notes:
+        out.append("about the seed's figures: " + "; ".join(notes))
+    if unmeasured:
+        out.append("not measured by us: " + "; ".join(unmeasured))
+    out += [f"not in these runs ({why}): " + "; ".join(names) for why, names in missing.items()]
+    return out
+
+
+def _direction(s, h, row: Row, ours: dict, keys, base, pub: dict) -> list[str]:
+    out = []
+    for k in keys:
+        b = base[k]
+        if k == b:
+            continue
+        where = f" at {k[0][0]} CPUs ({k[0][2]})" if k[0] else ""
+        pair = f"{_label(b)}→{_label(k)}"
+        c0, c1 = s.stands_for.get(b[5][1]), s.stands_for.get(k[5][1])
+        p0, p1 = _pub(pub.get(c0)), _pub(pub.get(c1))
+        if p0 and p1:
+            want = _sign(p0, p1)
+            seed = f"seed {pct(p0[0], p1[0])} for the same pair ({c0}→{c1})"
+            if s.columns.index(c0) > s.columns.index(c1):
+                seed += f", in the seed's order {pct(p1[0], p0[0])} {c1}→{c0}"
+        elif h.expect:
+            want, seed = h.expect, f"seed: no figure for both sides; it says {h.claim}"
+        else:
+            want, seed = None, "seed: no figure for this pair"
+        a, z = ours.get(b), ours.get(k)
+        if a is None or z is None:
+            why = row.why or "no value in these runs"
+            out.append(f"direction, {h.label}: ours not measured{where} ({why}); {seed}")
+            continue
+        got = _sign(a, z)
+        verdict = ("no seed direction to compare" if want is None else
+                   "the seed shows no clear change (under 1 % or within its runs' spread)" if want == 0 else
+                   "ours shows no clear change (under 1 % or within the runs' spread): not the seed's direction"
+                   if got == 0 else
+                   "same direction as the seed" if got == want else "OPPOSITE to the seed")
+        out.append(f"direction, {h.label}: ours {pct(a[0], z[0]) or '0.00%'} {pair}{where}; {seed}: {verdict}")
+    return out
+
+
+# --- CLI ----------------------------------------------------------------------------------
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # bad input is one line and exit 2, as everywhere in vmlab
+        print(f"error: {self.prog}: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def main(argv: list[str]) -> int:
+    p = _Parser(prog="./run.py seeds", description=(
+        "Print each seed's own table from the database: its rows and units, a column per kernel with % against "
+        "the first, and the seed's published figures and % beside ours."))
+    p.add_argument("seeds", nargs="*", metavar="SEED", help=f"{' '.join(SEEDS)} (default: all five)")
+    p.add_argument("--db", default="results.db", help="results database (default ./results.db)")
+    p.add_argument("--study", type=int, metavar="N", help="exactly the runs of study N's seed groups")
+    p.add_argument("--table-only", action="store_true", help="print the tables; run nothing (always, here)")
+    try:
+        a = p.parse_args(argv)
+    except SystemExit as x:
+        return int(x.code or 0)
+    try:
+        wanted = [seed_of(x).id for x in a.seeds] or list(SEEDS)
+        con = db.connect(a.db, readonly=True)
+        picked, missing = {}, []
+        for x in wanted:  # every seed checked before anything prints
+            try:
+                picked[x] = select_runs(con, x, a.study)
+            except SeedError as err:
+                if a.seeds or "no study" in str(err):
+                    raise
+                missing.append(x)
+        if missing:
+            raise SeedError(f"no ok runs for seed{'s' * (len(missing) > 1)} {' '.join(missing)} in "
+                            + (f"study {a.study}" if a.study is not None else a.db)
+                            + (f"; name the seeds that have runs ({' '.join(picked)})" if picked else
+                               " (run ./run.py seeds)"))
+        text = "\n\n".join(render(con, x, ids) for x, ids in picked.items())
+    except (SeedError, db.SchemaError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except sqlite3.DatabaseError as err:
+        print(f"error: {a.db}: {err}", file=sys.stderr)
+        return 2
+    print(text, end="")
+    return 0

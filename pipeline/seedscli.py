@@ -1,0 +1,33 @@
+"""`./run.py seeds [SEED ...]`: run each seed's reproducer on its machine
+with its kernels (the seed's [[matrix]] block of studies/seeds.toml, as a
+study: resumable, keys already ok are not run again), then print the seed's
+own table beside its published figures (analysis/seeds.py)."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SEEDS_STUDY = REPO / "studies" / "seeds.toml"
+
+
+def main(argv: list[str]) -> int:
+    from pipeline import studycli
+    p = argparse.ArgumentParser(prog="./run.py seeds", description=(
+        "Run the seeds' reproducers with their kernels (studies/seeds.toml) and print each seed's table: "
+        "the seed's rows and units, a column per kernel with % against the first, and the seed's published "
+        "figures beside ours."))
+    p.add_argument("seeds", nargs="*", help="000 001 002 003 004 (default: all five)")
+    p.add_argument("--db", default="results.db")
+    p.add_argument("--workers", type=int, default=None, help="local pool size (default: one per core)")
+    p.add_argument("--dask", metavar="ADDRESS", help="run on an existing Dask cluster")
+    p.add_argument("--table-only", action="store_true", help="print the tables from the database; run nothing")
+    a = p.parse_args(argv)
+    dbpath = Path(a.db).resolve()
+    args = [*a.seeds, "--db", str(dbpath)]
+    if not a.table_only:
+        sid, _ = studycli.run(SEEDS_STUDY, dbpath, groups=a.seeds or None, workers=a.workers, dask=a.dask,
+                              report=False)
+        args += ["--study", str(sid)]
+    from analysis import seeds
+    return seeds.main(args)

@@ -1,0 +1,415 @@
+"""`./run.py seeds --table-only` without QEMU: runs of every seed's experiment
+stored through the real ingest path (console records -> analysis.ingest),
+then each seed's table: its rows and units, % against the first kernel, the
+published figures checked against the seed documents' text, repeats as mean
+(min-max), the direction line following our data, and bad input."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import topologies as T
+from analysis import compare, db, seed_tables, seeds
+from analysis.rows import insert
+from tests.test_report import rec, store
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = Path("/work/shared/seeds")
+STUDY_TOML = """name = "seeds-test"
+[[matrix]]
+name = "000"
+axes.topology = ["gs1280-8"]
+axes.experiment = ["mlockchurn"]
+axes.kernel = ["vanilla", "kswapd-no-backoff"]
+[[matrix]]
+name = "001"
+axes.topology = ["x86-2s"]
+axes.experiment = ["kvio"]
+axes.kernel = ["vanilla", "kswapd-no-backoff"]
+params.duration_s = 3
+[[matrix]]
+name = "002"
+axes.topology = ["x86-2s-small", "x86-2s"]
+axes.experiment = ["forkstorm"]
+axes.kernel = ["vanilla", "rmap-lock-blocking"]
+[[matrix]]
+name = "003"
+axes.topology = ["gs1280-8"]
+axes.experiment = ["qsbench"]
+axes.kernel = ["vanilla", "kswapd-no-backoff"]
+repeats = 3
+[[matrix]]
+name = "004"
+axes.topology = ["gs1280-32"]
+axes.experiment = ["memeater"]
+axes.kernel = ["vanilla", "zone-reclaim-auto"]
+"""
+
+
+def snap(phase, t_ms, **counters) -> str:
+    return rec("vmstat", phase=phase, t_ms=t_ms, counters=counters)
+
+
+def metric(name, value, unit="") -> str:
+    return rec("metric", name=name, value=value, unit=unit)
+
+
+def kswapd_samples(nodes: int, busiest_share: float, seconds: int = 4) -> list[str]:
+    """Node 0's kswapd busy `busiest_share` of each second, the others a tenth of it."""
+    return [rec("kswapd_sample", seq=t, t_ms=1000.0 * t, clk_tck=100,
+                ticks=[round(100 * busiest_share * t)] + [round(10 * busiest_share * t)] * (nodes - 1))
+            for t in range(seconds + 1)]
+
+
+def mlockchurn_lines(chunk_ms: list[float], kswapd: float) -> list[str]:
+    out = [snap("before", 0, pswpout=0)]
+    out += [rec("mlock_chunk", chunk=i, slot=i % 2, steps=115, ok=1, mlock_ms=ms * 0.9, step_median_ms=1,
+                step_max_ms=3, wall_ms=ms, t_ms=sum(chunk_ms[:i + 1]), majflt=100 * i, minflt=5,
+                kswapd_s=0.1, pgscan_kswapd=1000, pgscan_direct=0, pgsteal_kswapd=900, pgsteal_direct=0,
+                free_kib=[4096] * 8) for i, ms in enumerate(chunk_ms)]
+    out += kswapd_samples(8, kswapd)
+    out += [metric("mlockchurn.elapsed_s", sum(chunk_ms) / 1e3, "s"), metric("mlockchurn.pgscan", 9000, "pages"),
+            metric("mlockchurn.pgsteal", 8100, "pages"), metric("mlockchurn.reclaim_efficiency", 0.9, "ratio"),
+            snap("after", 5000, pswpout=0)]
+    return out
+
+
+def kvio_lines(ops: list[float], majflt: list[int], writes: int, swapout: int) -> list[str]:
+    out = [snap("before", 1000, pgscan_kswapd=0, pgsteal_kswapd=0, pswpout=0, pswpin=0, nr_vmscan_write=0,
+                pgscan_direct=0, pgsteal_direct=0, pgpgin=0, pgpgout=0)]
+    for lv, (f, o, mj) in enumerate(zip((0, 0.2, 0.6, 1.0), ops, majflt)):
+        out.append(rec("kvio_level", level=lv, io_frac=f, io_mib=int(f * 512), io_ok=1, io_ms=2000 * f, ops=int(o),
+                       elapsed_ms=1000, ops_s=o, kswapd_s=0.1,
+                       vmstat={"pswpout": swapout // 4, "pswpin": 10 * lv, "pgmajfault": mj, "pgfault": 900 + mj,
+                               "pgscan_kswapd": 2000, "pgsteal_kswapd": 1500, "pgscan_direct": 0,
+                               "pgsteal_direct": 0}))
+    out.append(snap("after", 11000, pgscan_kswapd=8000, pgsteal_kswapd=6000, pswpout=swapout, pswpin=60,
+                    nr_vmscan_write=writes, pgscan_direct=0, pgsteal_direct=0, pgpgin=40, pgpgout=9000))
+    return out
+
+
+def forkstorm_lines(sys_share: float, anon_vma: int | None) -> list[str]:
+    out = [metric("forkstorm.sys_share", sys_share, "ratio"), metric("forkstorm.user_share", 0.9 - sys_share, "ratio"),
+           metric("forkstorm.jobs_per_min", 600, "jobs/min"), metric("forkstorm.kswapd_s", 1.5, "s")]
+    locks = {} if anon_vma is None else {"locks": {"anon_vma": {"contentions": anon_vma, "wait_total_us": 9.0},
+                                                   "ptl": {"contentions": anon_vma // 2, "wait_total_us": 1.0}}}
+    return out + [rec("forkstorm_done", jobs=30, jobs_per_min=600, per_worker=[3, 3], **locks)]
+
+
+def qsbench_lines(user, sys_, elapsed, majflt, kswapd) -> list[str]:
+    return [metric("qsbench.user_s", user, "s"), metric("qsbench.sys_s", sys_, "s"),
+            metric("qsbench.elapsed_s", elapsed, "s"), metric("qsbench.majflt", majflt, "faults"),
+            metric("qsbench.kswapd_s", kswapd, "s")]
+
+
+def memeater_lines(topo, chunks: int, swap_from: int | None, cycles: int = 2) -> list[str]:
+    """16 MiB chunks filling nodes in hop order from node 0, three to a node
+    (60 MiB free each); swap in use from chunk `swap_from` of cycle 0 on."""
+    order = sorted(range(topo.nodes), key=lambda n: (topo.hops[0][n], n))
+    free = [60 * 1024] * topo.nodes
+    home, out, swap = [], [snap("before", 0, pswpout=0)], 0
+    for c in range(cycles):
+        for i in range(chunks):
+            if c == 0:
+                node = next(n for n in order if free[n] >= 16 * 1024)
+                free[node] -= 16 * 1024
+                home.append(node)
+            swapping = swap_from is not None and (c > 0 or i >= swap_from)
+            swap += 4096 if swapping else 0
+            ms = 200.0 if swapping and c == 0 else 5.0 + 2 * topo.hops[0][home[i]]
+            out.append(rec("chunk", cycle=c, chunk=i, wall_ms=ms, cpu_ms=ms, t_ms=0, minflt=4096, majflt=0,
+                           placement={str(home[i]): 16}, absent=0, sampled=16, free_kib=list(free),
+                           swap_used_kib=swap))
+        out.append(rec("memeater_cycle", cycle=c, wall_ms=100.0, swap_used_kib=swap, vmstat={"pswpout": swap // 4}))
+    return out + [snap("after", 9000, pswpout=swap // 4), rec("memeater_done", total_ms=1000.0)]
+
+
+def add_study(con, name: str, entries: list[tuple[int, dict]]) -> int:
+    with con:
+        sid = con.execute("INSERT INTO studies (name, path, sha256, toml, created_at) "
+                          "VALUES (?, 's.toml', ?, ?, 'now')", (name, name, STUDY_TOML)).lastrowid
+        for pos, (rid, axes) in enumerate(entries):
+            insert(con, "study_runs", {"study_id": sid, "key": f"k{pos}", "position": pos,
+                                       "axes_json": json.dumps(axes), "spec_json": "{}", "status": "ok",
+                                       "run_id": rid, "attempts": 1})
+    return sid
+
+
+def build(path: Path) -> dict:
+    con = db.connect(path)
+    gs8, gs32, x2 = T.load("gs1280-8"), T.load("gs1280-32"), T.load("x86-2s")
+    small = T.load(str(REPO / "tests/data/x86-2s-small.toml"))  # 4 CPUs beside x86-2s's 8
+    ids: dict = {}
+    entries = []
+
+    def add(key, topo, exp, kernel, lines, **over):
+        ids[key] = store(con, topo, lines, experiment=exp, patch_set=kernel, run_key=key, **over)
+        entries.append((ids[key], {"topology": topo.name, "experiment": exp, "kernel": kernel}))
+
+    ml = json.dumps({"slots": 2})
+    add("m_van", gs8, "mlockchurn", "vanilla", mlockchurn_lines([1000, 1000, 1200, 1400], 0.30), params_json=ml)
+    add("m_nb", gs8, "mlockchurn", "kswapd-no-backoff", mlockchurn_lines([1000, 1000, 2000, 2600], 0.95),
+        params_json=ml)
+    kp = json.dumps({"duration_s": 3.0})
+    add("k_van", x2, "kvio", "vanilla", kvio_lines([50000, 48000, 45000, 40000], [0, 2, 4, 8], 800, 400), params_json=kp)
+    add("k_nb", x2, "kvio", "kswapd-no-backoff", kvio_lines([50000, 46000, 30000, 20000], [0, 20, 40, 80], 3000, 1200),
+        params_json=kp)
+    for topo in (small, x2):
+        add(f"f_van_{topo.cpus}", topo, "forkstorm", "vanilla", forkstorm_lines(0.6, 100 * topo.cpus),
+            kernel_flavor="lockstat")
+        add(f"f_rb_{topo.cpus}", topo, "forkstorm", "rmap-lock-blocking", forkstorm_lines(0.85, 400 * topo.cpus),
+            kernel_flavor="lockstat")
+    for rep, (el, us) in enumerate(((10.0, 6.0), (12.0, 6.5), (14.0, 7.0))):
+        add(f"q_van_{rep}", gs8, "qsbench", "vanilla", qsbench_lines(us, 1.0, el, 1000 + rep, 2.0))
+        add(f"q_nb_{rep}", gs8, "qsbench", "kswapd-no-backoff", qsbench_lines(us, 2.0, el * 1.5, 1500, 3.0))
+    mp = json.dumps({"cpu": 0, "chunk_mib": 16, "chunks": 16, "cycles": 2})
+    add("e_van", gs32, "memeater", "vanilla", memeater_lines(gs32, 16, None), params_json=mp)
+    add("e_zra", gs32, "memeater", "zone-reclaim-auto", memeater_lines(gs32, 16, 5), params_json=mp)
+    ids["study"] = add_study(con, "seeds-test", entries)
+    # outside the study: a failed run, and runs that flip directions
+    ids["k_flip"] = store(con, x2, kvio_lines([50000, 49000, 47000, 44000], [0, 1, 1, 1], 800, 400),
+                          experiment="kvio", patch_set="kswapd-no-backoff", run_key="k_flip_key", params_json=kp)
+    ids["k_long"] = store(con, x2, kvio_lines([9, 9, 9, 9], [0, 0, 0, 0], 0, 0), experiment="kvio",  # not the seed's
+                          patch_set="kswapd-no-backoff", run_key="k_long", params_json='{"duration_s": 5}')
+    ids["k_failed"] = store(con, x2, kvio_lines([1, 1, 1, 1], [0, 0, 0, 0], 0, 0), status="failed", reason="panic",
+                            experiment="kvio", patch_set="kswapd-no-backoff", run_key="k_nb", params_json=kp)
+    ids["f_flip"] = store(con, x2, forkstorm_lines(0.4, 50 * x2.cpus), experiment="forkstorm",
+                          patch_set="rmap-lock-blocking", kernel_flavor="lockstat", run_key="f_flip")
+    # a detailed-timing forkstorm run: its modeled stall per kernel symbol
+    ids["f_timed"] = store(con, x2, forkstorm_lines(0.9, 800), experiment="forkstorm", patch_set="rmap-lock-blocking",
+                           timing_mode="detailed", run_key="f_timed")
+    with con:
+        insert(con, "timing_symbols", [{"run_id": ids["f_timed"], "symbol": s, "stall_ps": ps} for s, ps in (
+            ("native_queued_spin_lock_slowpath", 600), ("_raw_spin_lock", 150), ("page_vma_mapped_walk", 100),
+            ("clear_page_erms", 150), ("[user]", 5000))])
+    con.close()
+    return ids
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    path = tmp_path_factory.mktemp("seeds") / "r.db"
+    ids = build(path)
+    return path, ids, db.connect(path, readonly=True)
+
+
+def table(con, seed, ids) -> str:
+    return seeds.render(con, seed, ids)
+
+
+def cells(text: str, name: str) -> list[str]:
+    """The cells of the row that starts with `name [`: columns are two spaces apart or more."""
+    line = next(x for x in text.splitlines() if x.startswith(name + " ["))
+    return re.split(r"\s{2,}", line.strip())
+
+
+def study_tables(built) -> dict[str, str]:
+    path, ids, con = built
+    return {s: table(con, s, seeds.select_runs(con, s, ids["study"])) for s in seeds.SEEDS}
+
+
+def test_each_seed_table_has_the_seeds_rows_and_units(built):
+    path, ids, con = built
+    texts = study_tables(built)
+    for sid, s in seed_tables.SEEDS.items():
+        text = texts[sid]
+        assert text.startswith(f"seed {sid}: ") and s.doc in text
+        for t in s.tables:
+            rows = t.rows if isinstance(t.rows, tuple) else t.rows(con, seeds.select_runs(con, sid, ids["study"]))
+            for row in rows:
+                shown = f"{row.name} [{row.unit}]" in text
+                listed = re.search(r"^not (measured by us|in these runs \(.*?\)): .*" + re.escape(row.name), text, re.M)
+                run_ids = seeds.select_runs(con, sid, ids["study"])
+                seed_tables.forget()
+                blank = row.value and all(row.value(con, r) is None for r in run_ids)  # e.g. a hop no chunk landed at
+                assert shown or listed or (blank and not seeds.PUBLISHED.get(sid, {}).get(row.key)), (sid, row.name)
+                pub = seeds.PUBLISHED.get(sid, {}).get(row.key, {})
+                assert all(p.unit == row.unit for p in pub.values()), (sid, row.key)
+    assert "Ops memcachetest-4246M [ops/s]" in texts["001"] and "Kswapd velocity [pages/s]" in texts["001"]
+    assert "_spin_lock [% of kernel]" in texts["002"] and "elapsed [s]" in texts["003"]
+    assert "nodes filled when swapping began [nodes]" in texts["004"]
+    # hop rows from the runs: 16 chunks fill node 0 and its four 1-hop neighbours, one chunk lands 2 hops away
+    assert "ms per chunk 2 hops from home, first cycle [ms]" in texts["004"]
+    assert "ms per chunk 3 hops" not in texts["004"] and "free memory per node 6 hops from home" in texts["004"]
+    assert "swap used after cycle 1 [MiB]" in texts["004"]
+
+
+def test_percent_against_the_first_kernel(built):
+    path, ids, con = built
+    text = table(con, "001", seeds.select_runs(con, "001", ids["study"]))
+    head = cells(text, "row")
+    assert head[1:4] == ["vanilla", "kswapd-no-backoff", "%"]
+    row = cells(text, "Ops memcachetest-4246M")
+    assert row[1:4] == ["40000", "20000", "-50.00%"]
+    assert cells(text, "Ops majorfaults-749M")[1:4] == ["2", "20", "+900.00%"]
+    # whole-run vmstat from the snapshots: velocity over the 10 guest seconds between them
+    assert cells(text, "Kswapd velocity")[1:4] == ["800", "800", "0.00%"]
+    assert cells(text, "Page writes file")[1:4] == ["400", "1800", "+350.00%"]  # nr_vmscan_write - pswpout
+    assert "Page writes file-<level>M" in re.search(r"^not measured by us: .*", text, re.M).group(0)
+    # 002: columns are kernel x machine, each % against the first kernel on the same machine
+    fork = table(con, "002", seeds.select_runs(con, "002", ids["study"]))
+    assert cells(fork, "row")[1:7] == ["vanilla (lockstat)", "rmap-lock-blocking (lockstat)", "%"] * 2
+    machines = next(x for x in fork.splitlines() if x.startswith("machine "))
+    assert re.split(r"\s{2,}", machines.strip()) == ["machine", "x86-2s-small, 4 CPUs", "x86-2s, 8 CPUs"]
+    assert machines.index("x86-2s, 8 CPUs") > fork.splitlines()[fork.splitlines().index(machines) + 1].index("%")
+    assert cells(fork, "anon_vma lock contentions")[1:7] == ["400", "1600", "+300.00%", "800", "3200", "+300.00%"]
+    sys_ = cells(fork, "system time")
+    assert sys_[1] == "66.67" and sys_[2] == "94.44" and sys_[3] == compare.pct(600 / 9, 85 / 0.9)
+
+
+WORDS = ["one", "two", "three", "four", "five", "six"]
+
+
+def written(raw) -> set[float]:
+    """The numbers a figure's text can mean: as written, minutes in s, seconds in ms, m:ss in s."""
+    out = set()
+    for tok in raw:
+        if re.fullmatch(r"\d+:\d+(\.\d+)?", tok):
+            m, sec = tok.split(":")
+            out.add(60 * int(m) + float(sec))
+        words = re.findall(r"\b(one|two|three|four|five|six)\b", tok)
+        for x in [*map(float, re.findall(r"\d+(?:\.\d+)?", tok)), *(WORDS.index(w) + 1.0 for w in words)]:
+            out |= {x, 60 * x if "minute" in tok else x, 1000 * x if "second" in tok else x}
+    return out
+
+
+def test_published_figures_are_the_seed_documents(built):
+    if not DOCS.is_dir():
+        pytest.skip(f"{DOCS}: the seed documents are not on this machine")
+    norm = lambda s: " ".join(s.split())  # noqa: E731
+    docs = {s: norm((DOCS / d.doc).read_text(errors="replace")) for s, d in seed_tables.SEEDS.items()}
+    n = 0
+    for sid, rows in seeds.PUBLISHED.items():
+        for key, by_col in rows.items():
+            for col, p in by_col.items():
+                assert col in seed_tables.SEEDS[sid].columns, (sid, key, col)
+                assert norm(p.source) in docs[sid], (sid, key, p.source)
+                assert p.raw and all(r in p.source for r in p.raw), (sid, key, p.raw)
+                if not p.note.startswith("derived"):  # a figure as written (or in s / ms): its value is the text's
+                    assert all(any(abs(v - c) < 1e-9 for c in written(p.raw)) for v in p.values), (sid, key, p)
+                n += 1
+    assert n > 150
+    # figures as the documents print them, and the seeds' own % from them
+    assert re.search(r"Ops memcachetest-4246M +2355\.00 .* 12619\.00 \(435\.84%\)",
+                     (DOCS / seed_tables.S001.doc).read_text())
+    ops = seeds.PUBLISHED["001"]["ops-3"]
+    assert ops["vanilla"].values == (2355,) and ops["limitprio-v1r8"].values == (12619,)
+    assert compare.pct(2355, 12619) == "+435.84%"
+    assert seeds.PUBLISHED["003"]["elapsed"]["2.4.10-ac9"].values == (197.94, 242.93, 247.94)
+    assert "71.760u 3.170s 4:02.93 30.8%" in docs["003"]
+    assert seeds.PUBLISHED["002"]["spin_lock"]["no trylock (2009)"].values == (75.1,)
+    assert seeds.PUBLISHED["000"]["kswapd_steady"]["2.4.9 + kswapd-sleeps"].values == (35,)
+    assert seeds.PUBLISHED["000"]["kswapd_steady"]["2.4.9"].values == (100,)
+    # which kernel a figure belongs to: 002 published the 2009 kernel only, 003 one block per kernel
+    assert {c for by_col in seeds.PUBLISHED["002"].values() for c in by_col} == {"no trylock (2009)"}
+    qs = seeds.PUBLISHED["003"]["system"]
+    assert qs["2.4.10-ac9"].source.startswith("Linux-2.4.10-ac9:\n") and qs["2.4.10-ac9"].values == (2.56, 3.17, 3.08)
+    assert qs["2.4.10-ac9 + smooth"].source.startswith("Linux-2.4.10-ac9 + Rik's smooth patch:")
+    assert [k for k, by_col in seeds.PUBLISHED["004"].items() if "Tru64 patched (May 2005)" in by_col] == ["touched"]
+    # ... and in the table, beside ours, with the % for the same kernel pair
+    path, ids, con = built
+    text = table(con, "001", seeds.select_runs(con, "001", ids["study"]))
+    assert cells(text, "row")[4:] == ["seed: limitprio-v1r8", "seed: vanilla", "%"]
+    assert cells(text, "Ops memcachetest-4246M")[4:] == ["12619", "2355", "-81.34%"]
+    assert cells(text, "Kswapd efficiency")[4:] == ["0", "10", "new"]
+
+
+def test_repeats_give_mean_and_spread(built):
+    path, ids, con = built
+    run_ids = seeds.select_runs(con, "003", ids["study"])
+    assert len(run_ids) == 6
+    text = table(con, "003", run_ids)
+    assert cells(text, "elapsed")[1:] == ["12 (10-14)", "18 (15-21)", "+50.00%",
+                                          "229.60 (197.94-247.94)", "226.87 (201.65-240.86)", "-1.19%"]
+    # summed over the repeats, as the seed read kswapd's time once after its three runs
+    assert cells(text, "kswapd CPU time, the runs together")[1:4] == ["6", "9", "+50.00%"]
+    assert cells(text, "major faults")[1] == "1001 (1000-1002)"
+    # the seed's elapsed means differ by 1.2 %, well inside its runs' 198-248 s: no direction to match
+    assert re.search(r"^direction, elapsed: ours \+50\.00% .*: the seed shows no clear change", text, re.M)
+    assert re.search(r"^direction, system time: ours \+100\.00% .*: same direction as the seed$", text, re.M)
+
+
+def test_direction_line_follows_our_data(built):
+    path, ids, con = built
+    same = table(con, "001", [ids["k_van"], ids["k_nb"]])
+    line = re.search(r"^direction, ops/s at the top IO level: .*", same, re.M).group(0)
+    assert line == ("direction, ops/s at the top IO level: ours -50.00% vanilla→kswapd-no-backoff; seed -81.34% for "
+                    "the same pair (limitprio-v1r8→vanilla), in the seed's order +435.84% vanilla→limitprio-v1r8: "
+                    "same direction as the seed")
+    flipped = table(con, "001", [ids["k_van"], ids["k_flip"]])
+    assert re.search(r"^direction, ops/s at the top IO level: ours \+10\.00% .*: OPPOSITE to the seed$", flipped, re.M)
+    # 002: the seed published one side only; its claim gives the direction
+    fork = table(con, "002", seeds.select_runs(con, "002", ids["study"]))
+    assert "direction, system time: ours +41.67% vanilla (lockstat)→rmap-lock-blocking (lockstat) at 8 CPUs " \
+           "(x86-2s); seed: no figure for both sides; it says the trylock lowers it: same direction as the seed" in fork
+    f2 = table(con, "002", [ids["f_van_8"], ids["f_flip"]])
+    assert re.search(r"^direction, system time: ours -33\.33% .*: OPPOSITE to the seed$", f2, re.M)
+    # 004: computed from the chunks: nothing swapped on vanilla (all 4 nodes' worth touched), 1.5 on zone-reclaim-auto
+    mem = table(con, "004", seeds.select_runs(con, "004", ids["study"]))
+    assert cells(mem, "memory touched before swapping began (all, if none)")[1:] == [
+        "4", "1.50", "-62.50%", "22.50", "4", "-82.22%"]
+    # swapping from chunk 5: node 0 (chunks 0-2) and its first 1-hop neighbour (3-5) filled, 30 nodes free
+    assert cells(mem, "nodes filled when swapping began")[1:3] == ["-", "2"]
+    assert cells(mem, "nodes with free memory when swapping began")[1:3] == ["-", "30"]
+    assert cells(mem, "free memory when swapping began")[1:3] == ["-", f"{100 * (32 * 60 - 6 * 16) / 2048:.2f}"]
+    assert "direction, memory touched before swapping began: ours -62.50% vanilla→zone-reclaim-auto" in mem
+    assert "same direction as the seed" in mem
+
+
+def test_timing_and_lockstat_rows_only_when_the_runs_have_them(built):
+    path, ids, con = built
+    timed = table(con, "002", [ids["f_van_8"], ids["f_timed"]])
+    # kernel stall only ([user] left out): spin locks 750 of 1000 ps
+    # default-flavor columns come first; a timed run with no default-flavor vanilla beside it has no %
+    assert cells(timed, "row")[1:3] == ["rmap-lock-blocking [timing detailed]", "vanilla (lockstat)"]
+    assert cells(timed, "_spin_lock")[1:3] == ["75", "-"]
+    assert "direction, system time: no two kernels on the same machine, flavor and timing here" in timed
+    assert (f"top kernel symbols by modeled stall, run {ids['f_timed']} (rmap-lock-blocking, 8 CPUs): "
+            "native_queued_spin_lock_slowpath 60.0 %, _raw_spin_lock 15.0 %, clear_page_erms 15.0 %") in timed
+    untimed = table(con, "000", seeds.select_runs(con, "000", ids["study"]))
+    assert re.search(r"^not in these runs \(needs --timing detailed.*\): refill_inactive_scan", untimed, re.M)
+    assert cells(untimed, "kswapd CPU, busiest node over the run")[1:] == ["30", "95", "+216.67%", "35", "100",
+                                                                         "+185.71%"]
+    assert cells(untimed, "real time over the free-memory pace")[1:4] == ["15.00", "65.00", "+333.33%"]
+
+
+def test_default_selection_latest_ok_runs_per_column(built, tmp_path, monkeypatch):
+    path, ids, con = built
+    study = tmp_path / "seeds.toml"
+    study.write_text(STUDY_TOML)
+    monkeypatch.setattr(seeds, "SEEDS_STUDY", study)
+    # kvio: the newest ok run per kernel with the block's parameters; the failed one is skipped
+    assert seeds.select_runs(con, "001") == [ids["k_van"], ids["k_flip"]]
+    assert len(seeds.select_runs(con, "003")) == 6          # the block's three repeats per kernel
+    fork = seeds.select_runs(con, "002")                    # kernel x machine x flavor x timing
+    assert ids["f_timed"] in fork and ids["f_flip"] in fork and ids["f_rb_8"] not in fork
+
+
+def test_cli_prints_the_tables_and_bad_input_is_one_line(built, capsys, tmp_path, monkeypatch):
+    path, ids, con = built
+    assert seeds.main(["001", "003", "--db", str(path), "--study", str(ids["study"]), "--table-only"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\nseed ") + out.startswith("seed ") == 2 and "seed 003:" in out
+
+    def bad(args) -> str:
+        assert seeds.main(args) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and err.startswith("error: "), err
+        return err
+
+    assert "unknown seed '007'" in bad(["007", "--db", str(path)])
+    assert "no study 99" in bad(["001", "--db", str(path), "--study", "99"])
+    assert "no results database" in bad(["--db", str(tmp_path / "none.db")])
+    empty = tmp_path / "empty.db"
+    db.connect(empty).close()
+    assert "seed 000: no ok mlockchurn runs" in bad(["000", "--db", str(empty)])
+    assert "--study: invalid int value" in bad(["--study", "x"])
+    # all five asked for, one has runs: one line naming the others
+    one = tmp_path / "one.db"
+    con1 = db.connect(one)
+    store(con1, T.load("x86-2s"), kvio_lines([5, 4, 3, 2], [0, 1, 2, 3], 10, 10), experiment="kvio")
+    con1.close()
+    monkeypatch.setattr(seeds, "SEEDS_STUDY", tmp_path / "absent.toml")  # no block: any machine
+    assert "no ok runs for seeds 000 002 003 004 in" in bad(["--db", str(one)])
+    assert seeds.main(["001", "--db", str(one)]) == 0 and "seed 001:" in capsys.readouterr().out
