@@ -1,8 +1,10 @@
 """Determinism on per-vCPU clocks (configs/qemu-patches/0003, 0005, 0006): the same
-inputs give the same console, per-vCPU instruction counts and clocks, on 1, 8
-and 32 CPUs, in every timing mode, while the guest swaps to the modeled disk.
-The two runs of a pair go at once into one database, so they also differ in
-host load and in who writes first. Slow: boots guests."""
+inputs give the same console, per-vCPU instruction counts and clocks, on 8 CPUs
+in every timing mode and on 32 CPUs without the plugin, while the guest swaps
+to the modeled disk. The two runs of a pair go at once into one database, so
+they also differ in host load and in who writes first. Slow: boots guests.
+(1 CPU, and 32 CPUs under the plugin, were cases too; they cost 20 minutes of
+CI and covered nothing the 8-CPU cases do not: cut to keep CI under an hour.)"""
 import subprocess
 from pathlib import Path
 
@@ -12,14 +14,13 @@ from tests.e2e import REPO, db, vmlab_cmd
 
 pytestmark = pytest.mark.slow
 
-MACHINES = {1: "x86-1c-small", 8: "x86-2s-8c-small", 32: "x86-4s-32c-small"}
+MACHINES = {8: "x86-2s-8c-small", 32: "x86-4s-32c-small"}
 # The first pass of this test found fast mode on 8 CPUs diverging: QEMU sized
 # each vCPU's TLB by host time, so page walks (and the accessed bits reclaim
 # reads) came at host-timed points. Series patch 0006 keeps it in guest time.
 
 
-@pytest.mark.parametrize("mode", ["off", "fast", "detailed"])
-@pytest.mark.parametrize("cpus", sorted(MACHINES))
+@pytest.mark.parametrize("cpus,mode", [(8, "off"), (8, "fast"), (8, "detailed"), (32, "off")])
 def test_a_swapping_run_repeats_exactly(vmlab_env, tmp_path, cpus, mode):
     topo = str(REPO / "tests" / "data" / f"{MACHINES[cpus]}.toml")
     cmd = vmlab_cmd(tmp_path, "-t", topo, "-e", "qsbench", "--timing", mode, "-p", f"mem_frac=1.05,procs={min(cpus, 4)}")
