@@ -58,7 +58,8 @@ def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "", data_dev:
                    "quantum; a plain store by one vCPU can be seen by another up to a quantum late"
                    + ("; swap disk I/O completes in host time, so the run repeats only up to disk timing, "
                       "and disk latency is not modeled" if swap_dev.startswith("/dev/") and not disk_modeled
-                      else "; deterministic"))
+                      else "; deterministic, but for a rare divergence on multi-vCPU guests when the host cuts a "
+                           "slice short (open: see the README's determinism point)"))
     else:
         out.append("guest time follows the host clock (MTTCG): not repeatable")
     if data_dev and not disk_modeled:
