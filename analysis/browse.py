@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 import tempfile
@@ -54,7 +55,12 @@ def main(argv: list[str]) -> int:
         mpath = Path(d) / "metadata.json"
         mpath.write_text(json.dumps(meta))
         print(f"browse: http://{a.host}:{a.port}/{db.stem} (read-only; Ctrl-C stops)", flush=True)
+        server = subprocess.Popen(command(db, a.port, a.host, mpath))
+        # stopped by a signal (a test, a service manager), take Datasette down too: left running it
+        # keeps the port and reads a database nobody is browsing
+        signal.signal(signal.SIGTERM, lambda *_: server.terminate())
         try:
-            return subprocess.call(command(db, a.port, a.host, mpath))
+            return server.wait()
         except KeyboardInterrupt:  # Datasette got the same Ctrl-C and stops
+            server.wait()
             return 0

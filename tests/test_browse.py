@@ -91,6 +91,8 @@ def test_browse_serves_the_database_read_only(tmp_path):
     finally:
         p.terminate()
         p.wait(timeout=30)
+    with pytest.raises(OSError):  # Datasette went down with it, port and all
+        urllib.request.urlopen(base, timeout=5)
     assert hashlib.sha256((tmp_path / "r.db").read_bytes()).hexdigest() == before
     c = db.connect(tmp_path / "r.db", readonly=True)
     assert c.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1
