@@ -482,7 +482,6 @@ def main(argv: list[str]) -> int:
     p.add_argument("seeds", nargs="*", metavar="SEED", help=f"{' '.join(SEEDS)} (default: all five)")
     p.add_argument("--db", default="results.db", help="results database (default ./results.db)")
     p.add_argument("--study", type=int, metavar="N", help="exactly the runs of study N's seed groups")
-    p.add_argument("--table-only", action="store_true", help="print the tables; run nothing (always, here)")
     try:
         a = p.parse_args(argv)
     except SystemExit as x:

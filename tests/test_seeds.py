@@ -388,7 +388,7 @@ def test_default_selection_latest_ok_runs_per_column(built, tmp_path, monkeypatc
 
 def test_cli_prints_the_tables_and_bad_input_is_one_line(built, capsys, tmp_path, monkeypatch):
     path, ids, con = built
-    assert seeds.main(["001", "003", "--db", str(path), "--study", str(ids["study"]), "--table-only"]) == 0
+    assert seeds.main(["001", "003", "--db", str(path), "--study", str(ids["study"])]) == 0
     out = capsys.readouterr().out
     assert out.count("\nseed ") + out.startswith("seed ") == 2 and "seed 003:" in out
 
