@@ -56,7 +56,8 @@ class Seed:
     stands_for: dict                  # our patch set -> the seed's column it re-creates
     pairing: str                      # what the pairing means, and where it is loose
     tables: tuple
-    by_machine: bool = False          # 002: one column per kernel and machine (CPU count)
+    by_machine: bool = False          # one column per kernel and machine (002: CPU count; 000, 004: shape)
+    param_columns: tuple = ()         # 004: parameters that make a column of their own (zone_reclaim_mode=5)
     notes: Callable | None = None     # (con, run_ids) -> lines under the tables
 
 
@@ -187,8 +188,10 @@ NEED_LOCKSTAT = "needs --flavor lockstat"
 S000 = Seed(
     "000", 'Daniel Phillips, "Google\'s mm problems" (linux-kernel, 2001; 2.4.9, 2 CPUs, 2 GB)',
     "000_d78135e0fdf7ed9c.txt", "mlockchurn", ("2.4.9", "2.4.9 + kswapd-sleeps"),
-    {"vanilla": "2.4.9 + kswapd-sleeps", "kswapd-no-backoff": "2.4.9"},
-    "6.1 lets kswapd back off (the seed's one-line fix in spirit); kswapd-no-backoff takes that out again",
+    {"mlocked-on-lru": "2.4.9", "mlocked-on-lru-kswapd-sleeps": "2.4.9 + kswapd-sleeps"},
+    "vanilla 6.1 is ours alone (mlocked pages on the unevictable list, kswapd gives up on a hopeless node); "
+    "mlocked-on-lru puts mlocked pages back on the LRU and takes kswapd's backoff out, as 2.4.9 was; "
+    "mlocked-on-lru-kswapd-sleeps adds the seed's fix",
     (Table("run time and kswapd", (
         Row("chunk_s", "time per chunk (munlock, map, mlock)", "s",
             scalar("SELECT AVG(wall_ms) FROM mlockchurn_chunks WHERE run_id = ?", 1e-3)),
@@ -214,7 +217,7 @@ S000 = Seed(
          Row("stext_lock", "stext_lock (spin lock contention)", "%", stall_share("spin_lock"), NEED_TIMING),
          Row("lru_lock", "LRU lock contentions (lock_stat's top 10 classes)", "contentions",
              lock_contentions("%lru_lock%"), NEED_LOCKSTAT),
-     ))))
+     ))), by_machine=True)
 
 
 # --- 001: kvio ---------------------------------------------------------------------
@@ -240,8 +243,9 @@ def _kvio_notes(con, run_ids) -> list[str]:
 S001 = Seed(
     "001", 'Mel Gorman, "Reduce system disruption due to kswapd" (linux-mm, 2013; 3.9-rc2)',
     "001_d78c33ae31961e03.txt", "kvio", ("vanilla", "flatten-v1r8", "limitprio-v1r8", "block-v1r8", "tidy-v1r8"),
-    {"vanilla": "limitprio-v1r8", "kswapd-no-backoff": "vanilla"},
-    "6.1 has the series; kswapd-no-backoff takes out its bound per priority, as 3.9-rc2 was",
+    {"vanilla": "limitprio-v1r8", "scan-balance-3.9": "vanilla"},
+    "6.1 has the series (and spares anon while page cache is plentiful); scan-balance-3.9 takes out kswapd's "
+    "bound per priority and that shortcut, as 3.9-rc2 was",
     (Table("Ops, per IO level (mmtests' table: memcachetest there, our key-value store here)", (
         *_per_level("ops", "Ops memcachetest", "ops/s", "ops_per_s"),
         *_per_level("io", "Ops io-duration", "s", "io_s"),
@@ -303,8 +307,9 @@ def _fork_notes(con, run_ids) -> list[str]:
 S002 = Seed(
     "002", "Larry Woodman, high system time & lock contention, AIM7 (LKML, 2009; 8 CPUs in the profile)",
     "002_bf44cde862684e03.txt", "forkstorm", ("no trylock (2009)", "trylock patch"),
-    {"vanilla": "trylock patch", "rmap-lock-blocking": "no trylock (2009)"},
-    "6.1 trylocks the rmap lock in reclaim (since 6.0); rmap-lock-blocking waits for it, as in 2009",
+    {"rmap-lock-blocking": "no trylock (2009)", "rmap-lock-blocking-ptl-trylock": "trylock patch"},
+    "vanilla 6.1 is ours alone (it trylocks the anon_vma lock in reclaim, since 6.0); rmap-lock-blocking waits "
+    "for the rmap and pte locks, as in 2009; rmap-lock-blocking-ptl-trylock adds the seed's pte trylock",
     (Table("system time and lock contention, by CPU count", (
         Row("sys", "system time", "% of busy", _sys_busy),
         Row("jobs", "jobs/min", "jobs/min", fig("forkstorm.jobs_per_min")),
@@ -329,8 +334,9 @@ def _qs_busy(con, rid):
 S003 = Seed(
     "003", 'Rik van Riel, "smoother VM for -ac" + Lorenzo Allegrucci\'s qsbench runs (LKML, 2001; 2.4.10-ac9)',
     "003_b84e3de52decaefe.txt", "qsbench", ("2.4.10-ac9", "2.4.10-ac9 + smooth"),
-    {"vanilla": "2.4.10-ac9", "kswapd-no-backoff": "2.4.10-ac9 + smooth"},
-    "base against patched only: kswapd-no-backoff is not Rik's patch (which made allocators reclaim)",
+    {"vanilla": "2.4.10-ac9", "allocators-reclaim": "2.4.10-ac9 + smooth"},
+    "base against patched; allocators-reclaim is Rik's patch in 6.1's terms (allocators reclaim a batch when "
+    "they wake kswapd, inactive target 6/5 wider), not 2.4.10-ac's VM",
     (Table("three runs per kernel: mean (min-max)", (
         Row("user", "user", "s", fig("qsbench.user_s")),
         Row("system", "system", "s", fig("qsbench.sys_s")),
@@ -459,6 +465,7 @@ S004 = Seed(
     "6.1 allocates on other nodes before reclaiming locally; zone-reclaim-auto reclaims (and swaps) on the "
     "local node first, like Tru64's RADs",
     (Table("fill order, ms per chunk, swap and free memory (one chunk = a quarter node, the seed's 1 GB)",
-           _memeater_rows, (Headline("touched", "memory touched before swapping began"),)),))
+           _memeater_rows, (Headline("touched", "memory touched before swapping began"),)),),
+    by_machine=True, param_columns=("zone_reclaim_mode",))
 
 SEEDS = {s.id: s for s in (S000, S001, S002, S003, S004)}

@@ -227,13 +227,21 @@ def seed_of(seed: str):
     return SEEDS[seed]
 
 
-def _block(toml_text: str, seed: str) -> dict:
-    """The seed's [[matrix]] block of a study file, or {} (a study without one)."""
+def blocks(toml_text: str, seed: str) -> list[dict]:
+    """The seed's [[matrix]] blocks of a study file: the one named after it and
+    any named "<seed>-..." (004's zone_reclaim_mode=5 runs on vanilla only),
+    each with the study's top-level repeats when it has none; [] if none."""
     try:
         data = tomllib.loads(toml_text)
     except tomllib.TOMLDecodeError:
-        return {}
-    return next((g for g in data.get("matrix", []) if isinstance(g, dict) and str(g.get("name")) == seed), {})
+        return []
+    mine = [g for g in data.get("matrix", []) if isinstance(g, dict)
+            and (str(g.get("name")) == seed or str(g.get("name")).startswith(seed + "-"))]
+    return [{**g, "repeats": g.get("repeats", data.get("repeats", 1))} for g in mine]
+
+
+def block_names(toml_text: str, seed: str) -> list[str]:
+    return [str(g["name"]) for g in blocks(toml_text, seed)]
 
 
 def _axis(block: dict, name: str) -> list:
@@ -254,8 +262,11 @@ def _params_match(block: dict, r) -> bool:
 def _column(s, r) -> tuple:
     """A column, in display order: the machine (when the seed varies it), flavor and timing mode, then the
     kernel (the seed's order first)."""
-    rank = list(s.stands_for)
-    kern = (rank.index(r["patch_set"]) if r["patch_set"] in rank else len(rank), r["patch_set"])
+    rank = list(dict.fromkeys(["vanilla", *s.stands_for]))  # vanilla 6.1 first: the % are against it
+    have = json.loads(r["params_json"]) if s.param_columns else {}
+    # a parameter that differs from the kernel's own setting is part of the column (004: zone_reclaim_mode=5)
+    own = tuple(f"{n}={have[n]}" for n in s.param_columns if have.get(n, "kernel") != "kernel")
+    kern = (rank.index(r["patch_set"]) if r["patch_set"] in rank else len(rank), r["patch_set"], own)
     machine = (r["cpus"], r["nodes"], r["topology"]) if s.by_machine else ()
     return (machine, r["kernel_flavor"] != "default", r["kernel_flavor"], r["timing_mode"] != "off",
             r["timing_mode"], kern)
@@ -263,40 +274,48 @@ def _column(s, r) -> tuple:
 
 def select_runs(con, seed: str, study_id: int | None = None) -> list[int]:
     """The latest ok runs per column among runs of the seed's experiment and
-    topologies (as many per column as its block repeats), or exactly the ok
-    runs of the seed's group in a study."""
+    machines (as many per column as its block repeats), or exactly the ok
+    runs of the seed's blocks in a study."""
     s = seed_of(seed)
-    ours = _block(SEEDS_STUDY.read_text(), seed) if SEEDS_STUDY.exists() else {}
+    ours = blocks(SEEDS_STUDY.read_text(), seed) if SEEDS_STUDY.exists() else []
     if study_id is None:
-        block = ours
-        rows = con.execute("SELECT * FROM runs WHERE experiment = ? AND status = 'ok' ORDER BY id DESC",
-                           (s.experiment,)).fetchall()
-        topos = _axis(block, "topology")
+        bs = ours or [{}]
         latest: dict = {}
-        for r in rows:  # newest first: one run per run key (a repeat has its own), then `repeats` per column
-            if (not topos or r["topology"] in topos) and _params_match(block, r) \
-                    and (r["run_key"] or r["id"]) not in latest:
+        for r in con.execute("SELECT * FROM runs WHERE experiment = ? AND status = 'ok' ORDER BY id DESC",
+                             (s.experiment,)):  # newest first: one run per run key (a repeat has its own)
+            if (r["run_key"] or r["id"]) not in latest and any(
+                    (not _axis(b, "topology") or r["topology"] in _axis(b, "topology")) and _params_match(b, r)
+                    for b in bs):
                 latest[r["run_key"] or r["id"]] = r
         cols: dict = {}
         for r in latest.values():
             cols.setdefault(_column(s, r), []).append(r)
-        picked = [r for c in cols.values() for r in c[:int(block.get("repeats", 1))]]
+        reps = max(int(b.get("repeats", 1)) for b in bs)
+        picked = [r for c in cols.values() for r in c[:reps]]
     else:
         st = con.execute("SELECT toml FROM studies WHERE id = ?", (study_id,)).fetchone()
         if st is None:
             raise SeedError(f"no study {study_id} in the database")
-        block = _block(st["toml"], seed) or ours  # a study without the seed's block: the seeds study's machines
+        theirs = blocks(st["toml"], seed)
+        by_name = {str(b["name"]): b for b in theirs or ours}  # a study without the seed's blocks: ours
+        bs = theirs or ours or [{}]
         picked = []
         for r in con.execute("SELECT r.*, s.axes_json FROM study_runs s JOIN runs r ON r.id = s.run_id "
                              "WHERE s.study_id = ? AND s.status = 'ok' AND r.status = 'ok' AND r.experiment = ? "
                              "ORDER BY r.id", (study_id, s.experiment)):
             axes = json.loads(r["axes_json"])
-            if all(not _axis(block, k) or str(axes.get(k, r[col])) in _axis(block, k)
-                   for k, col in (("topology", "topology"), ("kernel", "patch_set"))):
+            if theirs and "block" in axes:  # the block that asked for the run, if it is one of the seed's
+                if axes["block"] not in by_name:
+                    continue
+                mine = [by_name[axes["block"]]]
+            else:
+                mine = bs
+            if any(all(not _axis(b, k) or str(axes.get(k, r[col])) in _axis(b, k)
+                       for k, col in (("topology", "topology"), ("kernel", "patch_set"))) for b in mine):
                 picked.append(r)
     if not picked:
         where = f"study {study_id}" if study_id is not None else "the database"
-        topos = "/".join(_axis(block, "topology")) or "any machine"
+        topos = "/".join(dict.fromkeys(t for b in (ours or [{}]) for t in _axis(b, "topology"))) or "any machine"
         raise SeedError(f"seed {seed}: no ok {s.experiment} runs on {topos} in {where} (run ./run.py seeds {seed})")
     return [r["id"] for r in sorted(picked, key=lambda r: (_column(s, r), r["id"]))]
 
@@ -304,7 +323,8 @@ def select_runs(con, seed: str, study_id: int | None = None) -> list[int]:
 # --- the table ----------------------------------------------------------------------------
 def _label(col) -> str:
     flavor, timing, kernel = col[2], col[4], col[5][1]
-    return kernel + (f" ({flavor})" if flavor != "default" else "") + (f" [timing {timing}]" if timing != "off" else "")
+    return (kernel + "".join(f", {p}" for p in col[5][2]) + (f" ({flavor})" if flavor != "default" else "")
+            + (f" [timing {timing}]" if timing != "off" else ""))
 
 
 def _machine(col) -> str:
@@ -357,6 +377,15 @@ def render(con, seed: str, run_ids: list[int]) -> str:
         forget()
 
 
+def _same(s, r, col):
+    """What must agree across a machine's columns: the parameters that make
+    columns of their own (004's zone_reclaim_mode) are left out."""
+    if col != "params_json" or not s.param_columns:
+        return r[col]
+    have = json.loads(r[col])
+    return json.dumps({k: v for k, v in have.items() if k not in s.param_columns}, sort_keys=True)
+
+
 def _render(con, s, run_ids) -> str:
     runs = [run_of(con, i) for i in run_ids]
     cols: dict = {}
@@ -374,7 +403,7 @@ def _render(con, s, run_ids) -> str:
     for k in keys:
         group = [r for kk, v in cols.items() if kk[0] == k[0] for r in v]
         bad = [c for c in ("topology_sha256", "params_json", "seed", "qemu_mode", "guest_isa")
-               if len({r[c] for r in group}) > 1]
+               if len({_same(s, r, c) for r in group}) > 1]
         if bad and k == base[k]:
             out.append(f"WARNING: the runs{' on ' + _machine(k) if k[0] else ''} differ in {', '.join(bad)}: "
                        "this compares more than the kernels")
@@ -390,7 +419,8 @@ def _table(con, s, t, run_ids, cols, base, seedcol) -> list[str]:
     ours = {row.key: {k: _agg([row.value(con, r["id"]) for r in cols[k]], row.agg) if row.value else None
                       for k in keys} for row in rows}
     shown = [c for c in seedcol.values() if any(c in pubs.get(row.key, {}) for row in rows)]
-    pbase = seedcol.get(min(k[5] for k in keys)[1])  # the seed's column for our first kernel
+    # the seed's column for our first kernel that stands for one (vanilla 6.1 may be ours alone)
+    pbase = next((seedcol[k[5][1]] for k in sorted(keys, key=lambda k: k[5]) if k[5][1] in seedcol), None)
     pbase = pbase if pbase in shown else None  # the seed's % only when the baseline's column was published
     head = ["row [unit]"] + [h for k in keys for h in ([_label(k)] if k == base[k] else [_label(k), "%"])]
     head += [h for c in shown for h in ([f"seed: {c}"] if c == pbase or not pbase else [f"seed: {c}", "%"])]
@@ -434,15 +464,26 @@ def _table(con, s, t, run_ids, cols, base, seedcol) -> list[str]:
     return out
 
 
+def _pairs(s, keys, base) -> list[tuple]:
+    """Each kernel against the first on its machine; and, where the seed's
+    own before/after is re-enacted (000: period set -> period set + fix),
+    the two kernels that stand for the seed's columns, in the seed's order."""
+    out = [(base[k], k) for k in keys if k != base[k]]
+    col = lambda k: s.stands_for.get(k[5][1]) if not k[5][2] else None  # noqa: E731
+    for b in keys:
+        for k in keys:
+            if b[:5] == k[:5] and base[k] not in (b, k) and col(b) and col(k) and \
+                    s.columns.index(col(b)) < s.columns.index(col(k)):
+                out.append((b, k))
+    return out
+
+
 def _direction(s, h, row: Row, ours: dict, keys, base, pub: dict) -> list[str]:
     out = []
-    for k in keys:
-        b = base[k]
-        if k == b:
-            continue
+    for b, k in _pairs(s, keys, base):
         where = f" at {k[0][0]} CPUs ({k[0][2]})" if k[0] else ""
         pair = f"{_label(b)}→{_label(k)}"
-        c0, c1 = s.stands_for.get(b[5][1]), s.stands_for.get(k[5][1])
+        c0, c1 = (None, None) if b[5][2] or k[5][2] else (s.stands_for.get(b[5][1]), s.stands_for.get(k[5][1]))
         p0, p1 = _pub(pub.get(c0)), _pub(pub.get(c1))
         if p0 and p1:
             want = _sign(p0, p1)

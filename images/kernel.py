@@ -90,6 +90,18 @@ def _read_series(f: Path) -> list[Path]:
     return out
 
 
+def components(patchset: str) -> list[str]:
+    """What a set's patches announce at boot (`vmlab-patch: NAME`), in series
+    order: a set stacked on another (a seed's fix on its period set) names
+    every layer, so a run proves each one live."""
+    names = []
+    for p in series(patchset):
+        for m in re.finditer(r'^\+.*"vmlab-patch: ([\w.-]+)', p.read_text(errors="replace"), re.M):
+            if m.group(1) not in names:
+                names.append(m.group(1))
+    return names
+
+
 def arch_fixes(arch: str) -> list[Path]:
     """The arch's own fix series (empty for most arches)."""
     f = ARCH_FIXES / arch / "series"
@@ -320,7 +332,7 @@ def _build_locked(cache: Path, v: Variant, out: Path, jobs: int | None) -> Path:
     shutil.copy2(bdir / ".config", tmp / "config")
     meta = {
         "arch": v.arch, "flavor": v.flavor, "patchset": v.patchset,
-        "patches": [p.name for p in series(v.patchset)],
+        "patches": [p.name for p in series(v.patchset)], "components": components(v.patchset),
         "arch_fixes": [p.name for p in arch_fixes(v.arch)],
         "source_package": f"{SOURCE_PACKAGE} {source_version()}", "release": release,
         "config_sha256": hashlib.sha256((bdir / ".config").read_bytes()).hexdigest(),

@@ -5,6 +5,7 @@ own table beside its published figures (analysis/seeds.py)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -25,9 +26,13 @@ def main(argv: list[str]) -> int:
     a = p.parse_args(argv)
     dbpath = Path(a.db).resolve()
     args = [*a.seeds, "--db", str(dbpath)]
-    if not a.table_only:
-        sid, _ = studycli.run(SEEDS_STUDY, dbpath, groups=a.seeds or None, workers=a.workers, dask=a.dask,
-                              report=False)
-        args += ["--study", str(sid)]
     from analysis import seeds
+    if not a.table_only:
+        # a seed's blocks: "004" and any "004-..." (runs that are not a kernel x machine product)
+        groups = [n for sd in a.seeds for n in seeds.block_names(SEEDS_STUDY.read_text(), sd)] or None
+        if a.seeds and not groups:
+            print(f"error: studies/seeds.toml: no [[matrix]] block for seed(s) {' '.join(a.seeds)}", file=sys.stderr)
+            return 2
+        sid, _ = studycli.run(SEEDS_STUDY, dbpath, groups=groups, workers=a.workers, dask=a.dask, report=False)
+        args += ["--study", str(sid)]
     return seeds.main(args)

@@ -183,6 +183,8 @@ def _expand(path: Path, g: dict, planned: dict, total: int) -> int:
                         varied["topology"] = prep.topo.name  # a file's name, not its path
                     if reps > 1:
                         varied["repeat"] = rep
+                    if g["name"]:  # which [[matrix]] block asked for it (a seed's block in seeds.toml)
+                        varied["block"] = g["name"]
                     planned[prep.key] = PlannedRun(len(planned), prep.key, prep.spec, varied, prep)
     return total
 

@@ -1,3 +1,4 @@
+import re
 import stat
 
 import pytest
@@ -123,19 +124,36 @@ def test_switching_patch_sets_in_the_shared_tree(tmp_path, monkeypatch):
     assert (src / "mm" / "a.c").read_text() == "int a = 1;\nint b = 2;\n" and (src / "mm" / "c.c").read_text() == "int c = 3;\n"
 
 
-@pytest.mark.parametrize("name", ["zone-reclaim-auto", "rmap-lock-blocking", "kswapd-no-backoff"])
+SHIPPED = ["zone-reclaim-auto", "rmap-lock-blocking", "kswapd-no-backoff", "mlocked-on-lru",
+           "mlocked-on-lru-kswapd-sleeps", "scan-balance-3.9", "rmap-lock-blocking-ptl-trylock",
+           "allocators-reclaim"]
+
+
+@pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_patch_sets_are_complete(name):
-    """Each set: a series of patches against mm/, a README naming its seed,
-    and a boot-time announcement the guest reports (its liveness proof)."""
+    """Each set: a series of patches against mm/ (and rmap.h), a README naming
+    its seed, and a boot-time announcement per layer that the guest reports
+    (its liveness proof); the set's own patch announces last."""
     assert name in kernel.patchsets()
     d = kernel.PATCHES / name
     readme = (d / "README.md").read_text()
     assert "seed" in readme.lower() and "## What it changes" in readme
     patches = kernel.series(name)
-    assert patches and all(f.startswith("mm/") for f in kernel.patched_files(patches))
-    added = "".join(l for p in patches for l in p.read_text().splitlines(True) if l.startswith("+"))
-    assert f'"vmlab-patch: {name}' in added
-    assert f"vmlab_patch_{name.replace('-', '_')}(void)" in added
+    assert patches and all(f.startswith(("mm/", "include/linux/rmap.h")) for f in kernel.patched_files(patches))
+    own = patches[-1].read_text()  # the set's own layer is last in its series
+    assert patches[-1].parent == d
+    names = kernel.components(name)
+    assert names and f'"vmlab-patch: {names[-1]}' in own
+    assert f"vmlab_patch_{re.sub(r'[^0-9a-z]', '_', names[-1])}(void)" in own
+    # each announced name is one layer: a stacked set names its base's layers first
+    assert len(names) == len({p.name for p in patches} - {"series"})
+
+
+def test_stacked_set_names_every_layer_of_its_base():
+    assert kernel.components("mlocked-on-lru-kswapd-sleeps") == [
+        *kernel.components("mlocked-on-lru"), "kswapd-sleeps"]
+    assert kernel.components("rmap-lock-blocking-ptl-trylock") == ["rmap-lock-blocking", "ptl-trylock"]
+    assert kernel.components("vanilla") == []
 
 
 def test_alpha_archive_has_compiled_init_and_no_busybox(tmp_path):
@@ -188,3 +206,16 @@ def test_arch_fixes_apply_after_the_patch_set(tmp_path, monkeypatch):
     assert (src / "arch.c").read_text() == "int b = 1;\n"  # the pristine tree is untouched
     x86 = kernel.work_source(cache, kernel.Variant(patchset="set"))
     assert (x86 / "arch.c").read_text() == "int b = 1;\n" and x86 != out
+
+
+def test_guest_init_reports_every_layer_name_whole():
+    """/init turns each `vmlab-patch: NAME` boot line into a patch record;
+    its pattern must keep every name whole (scan-balance-3.9 has a dot)."""
+    import subprocess
+    init = (kernel.HERE / "initramfs" / "init").read_text()
+    expr = re.search(r"sed -n '([^']*vmlab-patch[^']*)'", init).group(1)
+    names = [c for s in kernel.patchsets() for c in kernel.components(s)]
+    dmesg = "".join(f"[    1.{i:06d}] vmlab-patch: {n}{' (zone_reclaim_mode=1 at boot)' if i % 2 else ''}\n"
+                    for i, n in enumerate(names))
+    out = subprocess.run(["sed", "-n", expr], input=dmesg, capture_output=True, text=True, check=True).stdout
+    assert out.split() == names and "scan-balance-3.9" in names

@@ -21,12 +21,12 @@ STUDY_TOML = """name = "seeds-test"
 name = "000"
 axes.topology = ["gs1280-8"]
 axes.experiment = ["mlockchurn"]
-axes.kernel = ["vanilla", "kswapd-no-backoff"]
+axes.kernel = ["vanilla", "mlocked-on-lru", "mlocked-on-lru-kswapd-sleeps"]
 [[matrix]]
 name = "001"
 axes.topology = ["x86-2s"]
 axes.experiment = ["kvio"]
-axes.kernel = ["vanilla", "kswapd-no-backoff"]
+axes.kernel = ["vanilla", "scan-balance-3.9"]
 params.duration_s = 3
 [[matrix]]
 name = "002"
@@ -37,13 +37,19 @@ axes.kernel = ["vanilla", "rmap-lock-blocking"]
 name = "003"
 axes.topology = ["gs1280-8"]
 axes.experiment = ["qsbench"]
-axes.kernel = ["vanilla", "kswapd-no-backoff"]
+axes.kernel = ["vanilla", "allocators-reclaim"]
 repeats = 3
 [[matrix]]
 name = "004"
 axes.topology = ["gs1280-32"]
 axes.experiment = ["memeater"]
 axes.kernel = ["vanilla", "zone-reclaim-auto"]
+[[matrix]]
+name = "004-zone-reclaim-5"
+axes.topology = ["gs1280-32"]
+axes.experiment = ["memeater"]
+axes.kernel = ["vanilla"]
+params.zone_reclaim_mode = 5
 """
 
 
@@ -143,17 +149,20 @@ def build(path: Path) -> dict:
     ids: dict = {}
     entries = []
 
-    def add(key, topo, exp, kernel, lines, **over):
+    def add(key, topo, exp, kernel, lines, block=None, **over):
         ids[key] = store(con, topo, lines, experiment=exp, patch_set=kernel, run_key=key, **over)
-        entries.append((ids[key], {"topology": topo.name, "experiment": exp, "kernel": kernel}))
+        entries.append((ids[key], {"topology": topo.name, "experiment": exp, "kernel": kernel,
+                                   **({"block": block} if block else {})}))
 
     ml = json.dumps({"slots": 2})
     add("m_van", gs8, "mlockchurn", "vanilla", mlockchurn_lines([1000, 1000, 1200, 1400], 0.30), params_json=ml)
-    add("m_nb", gs8, "mlockchurn", "kswapd-no-backoff", mlockchurn_lines([1000, 1000, 2000, 2600], 0.95),
+    add("m_nb", gs8, "mlockchurn", "mlocked-on-lru", mlockchurn_lines([1000, 1000, 2000, 2600], 0.95),
+        params_json=ml)
+    add("m_fix", gs8, "mlockchurn", "mlocked-on-lru-kswapd-sleeps", mlockchurn_lines([1000, 1000, 1500, 1700], 0.40),
         params_json=ml)
     kp = json.dumps({"duration_s": 3.0})
     add("k_van", x2, "kvio", "vanilla", kvio_lines([50000, 48000, 45000, 40000], [0, 2, 4, 8], 800, 400), params_json=kp)
-    add("k_nb", x2, "kvio", "kswapd-no-backoff", kvio_lines([50000, 46000, 30000, 20000], [0, 20, 40, 80], 3000, 1200),
+    add("k_nb", x2, "kvio", "scan-balance-3.9", kvio_lines([50000, 46000, 30000, 20000], [0, 20, 40, 80], 3000, 1200),
         params_json=kp)
     for topo in (small, x2):
         add(f"f_van_{topo.cpus}", topo, "forkstorm", "vanilla", forkstorm_lines(0.6, 100 * topo.cpus),
@@ -162,18 +171,23 @@ def build(path: Path) -> dict:
             kernel_flavor="lockstat")
     for rep, (el, us) in enumerate(((10.0, 6.0), (12.0, 6.5), (14.0, 7.0))):
         add(f"q_van_{rep}", gs8, "qsbench", "vanilla", qsbench_lines(us, 1.0, el, 1000 + rep, 2.0))
-        add(f"q_nb_{rep}", gs8, "qsbench", "kswapd-no-backoff", qsbench_lines(us, 2.0, el * 1.5, 1500, 3.0))
+        add(f"q_nb_{rep}", gs8, "qsbench", "allocators-reclaim", qsbench_lines(us, 2.0, el * 1.5, 1500, 3.0))
     mp = json.dumps({"cpu": 0, "chunk_mib": 16, "chunks": 16, "cycles": 2})
     add("e_van", gs32, "memeater", "vanilla", memeater_lines(gs32, 16, None), params_json=mp)
     add("e_zra", gs32, "memeater", "zone-reclaim-auto", memeater_lines(gs32, 16, 5), params_json=mp)
+    # zone_reclaim_mode=5 on vanilla: a column of its own (a parameter, not a kernel)
+    add("e_zrm5", gs32, "memeater", "vanilla", memeater_lines(gs32, 16, 2), block="004-zone-reclaim-5",
+        params_json=json.dumps({**json.loads(mp), "zone_reclaim_mode": 5}))
+    # a run another block of the study asked for (block named): not the seed's, though its axes match
+    add("e_other", gs32, "memeater", "vanilla", memeater_lines(gs32, 16, 1), block="numa-cost", params_json=mp)
     ids["study"] = add_study(con, "seeds-test", entries)
     # outside the study: a failed run, and runs that flip directions
     ids["k_flip"] = store(con, x2, kvio_lines([50000, 49000, 47000, 44000], [0, 1, 1, 1], 800, 400),
-                          experiment="kvio", patch_set="kswapd-no-backoff", run_key="k_flip_key", params_json=kp)
+                          experiment="kvio", patch_set="scan-balance-3.9", run_key="k_flip_key", params_json=kp)
     ids["k_long"] = store(con, x2, kvio_lines([9, 9, 9, 9], [0, 0, 0, 0], 0, 0), experiment="kvio",  # not the seed's
-                          patch_set="kswapd-no-backoff", run_key="k_long", params_json='{"duration_s": 5}')
+                          patch_set="scan-balance-3.9", run_key="k_long", params_json='{"duration_s": 5}')
     ids["k_failed"] = store(con, x2, kvio_lines([1, 1, 1, 1], [0, 0, 0, 0], 0, 0), status="failed", reason="panic",
-                            experiment="kvio", patch_set="kswapd-no-backoff", run_key="k_nb", params_json=kp)
+                            experiment="kvio", patch_set="scan-balance-3.9", run_key="k_nb", params_json=kp)
     ids["f_flip"] = store(con, x2, forkstorm_lines(0.4, 50 * x2.cpus), experiment="forkstorm",
                           patch_set="rmap-lock-blocking", kernel_flavor="lockstat", run_key="f_flip")
     # a detailed-timing forkstorm run: its modeled stall per kernel symbol
@@ -239,7 +253,7 @@ def test_percent_against_the_first_kernel(built):
     path, ids, con = built
     text = table(con, "001", seeds.select_runs(con, "001", ids["study"]))
     head = cells(text, "row")
-    assert head[1:4] == ["vanilla", "kswapd-no-backoff", "%"]
+    assert head[1:4] == ["vanilla", "scan-balance-3.9", "%"]
     row = cells(text, "Ops memcachetest-4246M")
     assert row[1:4] == ["40000", "20000", "-50.00%"]
     assert cells(text, "Ops majorfaults-749M")[1:4] == ["2", "20", "+900.00%"]
@@ -334,7 +348,7 @@ def test_direction_line_follows_our_data(built):
     path, ids, con = built
     same = table(con, "001", [ids["k_van"], ids["k_nb"]])
     line = re.search(r"^direction, ops/s at the top IO level: .*", same, re.M).group(0)
-    assert line == ("direction, ops/s at the top IO level: ours -50.00% vanilla→kswapd-no-backoff; seed -81.34% for "
+    assert line == ("direction, ops/s at the top IO level: ours -50.00% vanilla→scan-balance-3.9; seed -81.34% for "
                     "the same pair (limitprio-v1r8→vanilla), in the seed's order +435.84% vanilla→limitprio-v1r8: "
                     "same direction as the seed")
     flipped = table(con, "001", [ids["k_van"], ids["k_flip"]])
@@ -347,12 +361,21 @@ def test_direction_line_follows_our_data(built):
     assert re.search(r"^direction, system time: ours -33\.33% .*: OPPOSITE to the seed$", f2, re.M)
     # 004: computed from the chunks: nothing swapped on vanilla (all 4 nodes' worth touched), 1.5 on zone-reclaim-auto
     mem = table(con, "004", seeds.select_runs(con, "004", ids["study"]))
+    # columns: vanilla, vanilla with zone_reclaim_mode=5 (a parameter column), zone-reclaim-auto
+    assert cells(mem, "row")[1:6] == ["vanilla", "vanilla, zone_reclaim_mode=5", "%", "zone-reclaim-auto", "%"]
+    assert "WARNING" not in mem  # the parameter column differs on purpose
     assert cells(mem, "memory touched before swapping began (all, if none)")[1:] == [
-        "4", "1.50", "-62.50%", "22.50", "4", "-82.22%"]
+        "4", "0.75", "-81.25%", "1.50", "-62.50%", "22.50", "4", "-82.22%"]
     # swapping from chunk 5: node 0 (chunks 0-2) and its first 1-hop neighbour (3-5) filled, 30 nodes free
-    assert cells(mem, "nodes filled when swapping began")[1:3] == ["-", "2"]
-    assert cells(mem, "nodes with free memory when swapping began")[1:3] == ["-", "30"]
-    assert cells(mem, "free memory when swapping began")[1:3] == ["-", f"{100 * (32 * 60 - 6 * 16) / 2048:.2f}"]
+    assert cells(mem, "nodes filled when swapping began")[1:4] == ["-", "1", "2"]
+    assert cells(mem, "nodes with free memory when swapping began")[1:4] == ["-", "31", "30"]
+    assert cells(mem, "free memory when swapping began")[3] == f"{100 * (32 * 60 - 6 * 16) / 2048:.2f}"
+    assert "ours -81.25% vanilla→vanilla, zone_reclaim_mode=5 at 32 CPUs (gs1280-32); seed: no figure" in mem
+    assert mem.count("direction, ") == 2  # each against vanilla; no pair twice
+    ours = mem.splitlines()[1]  # "ours: ... run N; ...": only the runs the seed's blocks asked for
+    assert re.search(rf"\b{ids['e_zrm5']}\b", ours) and not re.search(rf"\b{ids['e_other']}\b", ours)
+    assert seeds.block_names(STUDY_TOML, "004") == ["004", "004-zone-reclaim-5"]
+    assert seeds.block_names(STUDY_TOML, "00") == []
     assert "direction, memory touched before swapping began: ours -62.50% vanilla→zone-reclaim-auto" in mem
     assert "same direction as the seed" in mem
 
@@ -369,9 +392,15 @@ def test_timing_and_lockstat_rows_only_when_the_runs_have_them(built):
             "native_queued_spin_lock_slowpath 60.0 %, _raw_spin_lock 15.0 %, clear_page_erms 15.0 %") in timed
     untimed = table(con, "000", seeds.select_runs(con, "000", ids["study"]))
     assert re.search(r"^not in these runs \(needs --timing detailed.*\): refill_inactive_scan", untimed, re.M)
-    assert cells(untimed, "kswapd CPU, busiest node over the run")[1:] == ["30", "95", "+216.67%", "35", "100",
-                                                                         "+185.71%"]
+    # vanilla 6.1 stands for no seed column: the seed's % are against its first published kernel (2.4.9)
+    assert cells(untimed, "kswapd CPU, busiest node over the run")[1:] == ["30", "95", "+216.67%", "40", "+33.33%",
+                                                                         "100", "35", "-65.00%"]
     assert cells(untimed, "real time over the free-memory pace")[1:4] == ["15.00", "65.00", "+333.33%"]
+    # the seed's own before/after is re-enacted: period set -> period set + the seed's fix
+    assert ("direction, kswapd CPU: ours -57.89% mlocked-on-lru→mlocked-on-lru-kswapd-sleeps at 8 CPUs (gs1280-8); seed -65.00% for "
+            "the same pair (2.4.9→2.4.9 + kswapd-sleeps): same direction as the seed") in untimed
+    assert "direction, kswapd CPU: ours +216.67% vanilla→mlocked-on-lru at 8 CPUs (gs1280-8); seed: no figure for " \
+        "this pair" in untimed
 
 
 def test_default_selection_latest_ok_runs_per_column(built, tmp_path, monkeypatch):
