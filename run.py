@@ -181,12 +181,13 @@ def cmd_list(argv) -> int:
     import topologies
     argparse.ArgumentParser(prog="./run.py list", description="List topologies, experiments and parameters.").parse_args(argv)
     print("topologies (topologies/*.toml, or --topology PATH):")
+    w = max(map(len, topologies.available()), default=12)
     for name in topologies.available():
         t = topologies.load(name)
-        print(f"  {name:<12} {t.shape():<22} {t.nodes:>2} nodes x {t.cpus_per_node} CPU, {t.memory_mib:>4} MiB/node, "
+        print(f"  {name:<{w}} {t.shape():<22} {t.nodes:>2} nodes x {t.cpus_per_node} CPU, {t.memory_mib:>4} MiB/node, "
               f"guest {t.guest_isa}{' (native ' + t.native_isa + ')' if t.native_isa != t.guest_isa else ''}, "
               f"max {t.max_hops()} hops")
-        print(f"  {'':<12} {t.description}")
+        print(f"  {'':<{w}} {t.description}")
     print("\nexperiments (experiments/<name>/manifest.toml):")
     for name in experiments.available():
         e = experiments.load(name)

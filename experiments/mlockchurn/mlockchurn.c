@@ -9,6 +9,7 @@
  * the run (sampled), pages scanned vs reclaimed.
  */
 #include "vmlab.h"
+#include <errno.h>
 #include <getopt.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -52,11 +53,12 @@ static double write_chunk(const char *path, size_t bytes)
 
 int main(int argc, char **argv)
 {
-	long slots = 2, slot_mib = 16, chunks = 4, step_kib = 1024, sample_ms = 500;
+	long slots = 2, slot_mib = 16, chunks = 4, step_kib = 1024, sample_ms = 500, sleep_ms = 0;
 	const char *dir = "/data";
 	static struct option lo[] = {
 		{"slots", 1, 0, 's'}, {"slot-mib", 1, 0, 'm'}, {"chunks", 1, 0, 'k'},
-		{"step-kib", 1, 0, 't'}, {"dir", 1, 0, 'd'}, {"sample-ms", 1, 0, 'i'}, {0, 0, 0, 0},
+		{"step-kib", 1, 0, 't'}, {"dir", 1, 0, 'd'}, {"sample-ms", 1, 0, 'i'}, {"sleep-ms", 1, 0, 'z'},
+		{0, 0, 0, 0},
 	};
 	int o;
 	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -67,6 +69,7 @@ int main(int argc, char **argv)
 		case 't': step_kib = vl_opt_long(PROG, "step-kib", optarg); break;
 		case 'd': dir = optarg; break;
 		case 'i': sample_ms = vl_opt_long(PROG, "sample-ms", optarg); break;
+		case 'z': sleep_ms = vl_opt_long(PROG, "sleep-ms", optarg); break;
 		default: return 2;
 		}
 	}
@@ -187,6 +190,28 @@ int main(int argc, char **argv)
 	vl_lockstat("run", VL_LOCK_STAT, 10);
 	/* Memory as it stands with every slot still locked */
 	vl_snapshot("peak");
+	/* The seed: "kswapd usage stays at 100% when the program sleeps". Sleep
+	 * with everything still locked and measure kswapd, nothing allocating. */
+	if (sleep_ms > 0) {
+		long long *p0 = calloc((size_t)nodes, sizeof *p0), *p1 = calloc((size_t)nodes, sizeof *p1);
+		vl_kswapd_ticks(p0, nodes);
+		double s0 = vl_now_ms(CLOCK_MONOTONIC);
+		struct timespec ts = {sleep_ms / 1000, (sleep_ms % 1000) * 1000000L};
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+		double slept_s = (vl_now_ms(CLOCK_MONOTONIC) - s0) / 1e3;
+		vl_kswapd_ticks(p1, nodes);
+		long long all = 0, top = 0;
+		for (int n = 0; n < nodes; n++) {
+			all += p1[n] - p0[n];
+			top = p1[n] - p0[n] > top ? p1[n] - p0[n] : top;
+		}
+		vl_metric("mlockchurn.sleep_s", slept_s, "s");
+		vl_metric("mlockchurn.kswapd_sleeping_busiest", top / (double)tck / slept_s, "CPU");
+		vl_metric("mlockchurn.kswapd_sleeping_all", all / (double)tck / slept_s, "CPU");
+		free(p0);
+		free(p1);
+	}
 
 	double mib_locked = (double)done * slot_mib;
 	long long scan = (rc1[0] - rc0[0]) + (rc1[1] - rc0[1]), steal = (rc1[2] - rc0[2]) + (rc1[3] - rc0[3]);

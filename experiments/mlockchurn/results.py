@@ -71,3 +71,7 @@ def figures(con, run_id: int, r, params: dict, w) -> None:
       f"{f(m.get('mlockchurn.reclaim_efficiency'))}); kswapd CPU over the chunks "
       f"{f(m.get('mlockchurn.kswapd_cpu_share'), '{:.3f}')} CPUs, all {r['nodes']} nodes' kswapds together "
       f"(the seed's storm: its one kswapd at 100 %, 1.0; per node see the peak below)")
+    if m.get("mlockchurn.sleep_s"):
+        w(f"  then {m['mlockchurn.sleep_s']:.1f} s asleep with everything locked: the busiest node's kswapd at "
+          f"{f(m.get('mlockchurn.kswapd_sleeping_busiest'), '{:.2f}')} CPU, all together "
+          f"{f(m.get('mlockchurn.kswapd_sleeping_all'), '{:.2f}')} (the seed: 100 % while its program slept)")
