@@ -345,7 +345,7 @@ S003 = Seed(
         Row("majflt", "major faults", "faults", fig("qsbench.majflt")),
         # the seed read kswapd's time once, after the three runs: ours summed over the repeats
         Row("kswapd", "kswapd CPU time, the runs together", "s", fig("qsbench.kswapd_s"), agg="sum"),
-    ), (Headline("elapsed", "elapsed"), Headline("system", "system time"))),))
+    ), (Headline("elapsed", "elapsed"), Headline("system", "system time"))),), by_machine=True)
 
 
 # --- 004: memeater ---------------------------------------------------------------------

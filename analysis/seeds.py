@@ -78,9 +78,49 @@ def _column(s, r) -> tuple:
     # a parameter that differs from the kernel's own setting is part of the column (004: zone_reclaim_mode=5)
     own = tuple(f"{n}={have[n]}" for n in s.param_columns if have.get(n, "kernel") != "kernel")
     kern = (rank.index(r["patch_set"]) if r["patch_set"] in rank else len(rank), r["patch_set"], own)
-    machine = (r["cpus"], r["nodes"], r["topology"]) if s.by_machine else ()
+    disk = (r["disk_model"] or "").split(":")[0]  # "cheetah-15k4: 5500/6000 us ..." -> its name
+    machine = (r["cpus"], r["nodes"], r["topology"], disk) if s.by_machine else ()
     return (machine, r["kernel_flavor"] != "default", r["kernel_flavor"], r["timing_mode"] != "off",
             r["timing_mode"], kern)
+
+
+def _matching(con, seed: str, study_id: int | None, status: str) -> list:
+    """Runs of the seed's experiment with this status, on the machines and
+    parameters of the seed's blocks: in a study, those its seed blocks asked
+    for; else, per run key, the newest (a repeat has its own key)."""
+    s = seed_of(seed)
+    ours = blocks(SEEDS_STUDY.read_text(), seed) if SEEDS_STUDY.exists() else []
+    if study_id is None:
+        bs = ours or [{}]
+        latest: dict = {}
+        for r in con.execute("SELECT * FROM runs WHERE experiment = ? AND status = ? ORDER BY id DESC",
+                             (s.experiment, status)):
+            if (r["run_key"] or r["id"]) not in latest and any(
+                    (not _axis(b, "topology") or r["topology"] in _axis(b, "topology")) and _params_match(b, r)
+                    for b in bs):
+                latest[r["run_key"] or r["id"]] = r
+        return list(latest.values())
+    st = con.execute("SELECT toml FROM studies WHERE id = ?", (study_id,)).fetchone()
+    if st is None:
+        raise SeedError(f"no study {study_id} in the database")
+    theirs = blocks(st["toml"], seed)
+    by_name = {str(b["name"]): b for b in theirs or ours}  # a study without the seed's blocks: ours
+    bs = theirs or ours or [{}]
+    out = []
+    for r in con.execute("SELECT r.*, s.axes_json FROM study_runs s JOIN runs r ON r.id = s.run_id "
+                         "WHERE s.study_id = ? AND r.status = ? AND r.experiment = ? ORDER BY r.id",
+                         (study_id, status, s.experiment)):
+        axes = json.loads(r["axes_json"])
+        if theirs and "block" in axes:  # the block that asked for the run, if it is one of the seed's
+            if axes["block"] not in by_name:
+                continue
+            mine = [by_name[axes["block"]]]
+        else:
+            mine = bs
+        if any(all(not _axis(b, k) or str(axes.get(k, r[col])) in _axis(b, k)
+                   for k, col in (("topology", "topology"), ("kernel", "patch_set"))) for b in mine):
+            out.append(r)
+    return out
 
 
 def select_runs(con, seed: str, study_id: int | None = None) -> list[int]:
@@ -89,46 +129,26 @@ def select_runs(con, seed: str, study_id: int | None = None) -> list[int]:
     runs of the seed's blocks in a study."""
     s = seed_of(seed)
     ours = blocks(SEEDS_STUDY.read_text(), seed) if SEEDS_STUDY.exists() else []
+    picked = _matching(con, seed, study_id, "ok")
     if study_id is None:
-        bs = ours or [{}]
-        latest: dict = {}
-        for r in con.execute("SELECT * FROM runs WHERE experiment = ? AND status = 'ok' ORDER BY id DESC",
-                             (s.experiment,)):  # newest first: one run per run key (a repeat has its own)
-            if (r["run_key"] or r["id"]) not in latest and any(
-                    (not _axis(b, "topology") or r["topology"] in _axis(b, "topology")) and _params_match(b, r)
-                    for b in bs):
-                latest[r["run_key"] or r["id"]] = r
         cols: dict = {}
-        for r in latest.values():
+        for r in picked:
             cols.setdefault(_column(s, r), []).append(r)
-        reps = max(int(b.get("repeats", 1)) for b in bs)
+        reps = max(int(b.get("repeats", 1)) for b in ours or [{}])
         picked = [r for c in cols.values() for r in c[:reps]]
-    else:
-        st = con.execute("SELECT toml FROM studies WHERE id = ?", (study_id,)).fetchone()
-        if st is None:
-            raise SeedError(f"no study {study_id} in the database")
-        theirs = blocks(st["toml"], seed)
-        by_name = {str(b["name"]): b for b in theirs or ours}  # a study without the seed's blocks: ours
-        bs = theirs or ours or [{}]
-        picked = []
-        for r in con.execute("SELECT r.*, s.axes_json FROM study_runs s JOIN runs r ON r.id = s.run_id "
-                             "WHERE s.study_id = ? AND s.status = 'ok' AND r.status = 'ok' AND r.experiment = ? "
-                             "ORDER BY r.id", (study_id, s.experiment)):
-            axes = json.loads(r["axes_json"])
-            if theirs and "block" in axes:  # the block that asked for the run, if it is one of the seed's
-                if axes["block"] not in by_name:
-                    continue
-                mine = [by_name[axes["block"]]]
-            else:
-                mine = bs
-            if any(all(not _axis(b, k) or str(axes.get(k, r[col])) in _axis(b, k)
-                       for k, col in (("topology", "topology"), ("kernel", "patch_set"))) for b in mine):
-                picked.append(r)
     if not picked:
         where = f"study {study_id}" if study_id is not None else "the database"
         topos = "/".join(dict.fromkeys(t for b in (ours or [{}]) for t in _axis(b, "topology"))) or "any machine"
         raise SeedError(f"seed {seed}: no ok {s.experiment} runs on {topos} in {where} (run ./run.py seeds {seed})")
     return [r["id"] for r in sorted(picked, key=lambda r: (_column(s, r), r["id"]))]
+
+
+def failed_runs(con, seed: str, study_id: int | None = None) -> list:
+    """The seed's runs that failed (a guest that panicked, hung, or whose
+    reproducer died: e.g. OOM-killed) and have no ok run of the same key:
+    a kernel missing from a column is said, with the reason, not hidden."""
+    ok = {r["run_key"] for r in _matching(con, seed, study_id, "ok") if r["run_key"]}
+    return [r for r in _matching(con, seed, study_id, "failed") if not r["run_key"] or r["run_key"] not in ok]
 
 
 # --- the table ----------------------------------------------------------------------------
@@ -139,7 +159,7 @@ def _label(col) -> str:
 
 
 def _machine(col) -> str:
-    return f"{col[0][2]}, {col[0][0]} CPUs" if col[0] else ""
+    return f"{col[0][2]}, {col[0][0]} CPUs{', ' + col[0][3] if col[0][3] else ''}" if col[0] else ""
 
 
 def _agg(vals: list, how: str):
@@ -179,13 +199,27 @@ def _grid(heads: list[list[str]], rows: list[list[str]]) -> list[str]:
     return [*(fmt(h) for h in heads), fmt(["-" * x for x in w]), *(fmt(r) for r in rows)]
 
 
-def render(con, seed: str, run_ids: list[int]) -> str:
+def render(con, seed: str, run_ids: list[int], failed: list = ()) -> str:
     s = seed_of(seed)
     forget()
     try:
-        return _render(con, s, run_ids)
+        text = _render(con, s, run_ids)
     finally:
         forget()
+    lines = [f"failed, not in the table: run {r['id']} ({r['patch_set']} on {r['topology']}"
+             f"{', ' + r['disk_model'].split(':')[0] if r['disk_model'] else ''}): {r['reason']}"
+             + (f"; the guest's OOM killer killed {n:g} process{'es' * (n != 1)}" if (n := _oom_kills(con, r['id']))
+                else "") for r in failed]
+    return text + ("\n" + "\n".join(lines) + "\n" if lines else "")
+
+
+def _oom_kills(con, rid) -> float:
+    try:
+        row = con.execute("SELECT delta FROM v_vmstat_delta WHERE run_id = ? AND counter = 'oom_kill'",
+                          (rid,)).fetchone()
+    except sqlite3.DatabaseError:
+        return 0
+    return row[0] if row and row[0] else 0
 
 
 def _same(s, r, col):
@@ -354,7 +388,7 @@ def main(argv: list[str]) -> int:
                             + (f"study {a.study}" if a.study is not None else a.db)
                             + (f"; name the seeds that have runs ({' '.join(picked)})" if picked else
                                " (run ./run.py seeds)"))
-        text = "\n\n".join(render(con, x, ids) for x, ids in picked.items())
+        text = "\n\n".join(render(con, x, ids, failed_runs(con, x, a.study)) for x, ids in picked.items())
     except (SeedError, db.SchemaError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

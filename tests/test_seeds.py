@@ -172,6 +172,9 @@ def build(path: Path) -> dict:
     for rep, (el, us) in enumerate(((10.0, 6.0), (12.0, 6.5), (14.0, 7.0))):
         add(f"q_van_{rep}", gs8, "qsbench", "vanilla", qsbench_lines(us, 1.0, el, 1000 + rep, 2.0))
         add(f"q_nb_{rep}", gs8, "qsbench", "allocators-reclaim", qsbench_lines(us, 2.0, el * 1.5, 1500, 3.0))
+    # the period kernel's third run died (the guest's OOM killer took the sort): said under the table
+    add("q_oom", gs8, "qsbench", "allocators-reclaim", [snap("before", 0, oom_kill=0), snap("after", 9000, oom_kill=1)],
+        status="failed", reason="experiment exited with status 1")
     mp = json.dumps({"cpu": 0, "chunk_mib": 16, "chunks": 16, "cycles": 2})
     add("e_van", gs32, "memeater", "vanilla", memeater_lines(gs32, 16, None), params_json=mp)
     add("e_zra", gs32, "memeater", "zone-reclaim-auto", memeater_lines(gs32, 16, 5), params_json=mp)
@@ -332,8 +335,13 @@ def test_published_figures_are_the_seed_documents(built):
 def test_repeats_give_mean_and_spread(built):
     path, ids, con = built
     run_ids = seeds.select_runs(con, "003", ids["study"])
-    assert len(run_ids) == 6
-    text = table(con, "003", run_ids)
+    assert len(run_ids) == 6 and ids["q_oom"] not in run_ids
+    failed = seeds.failed_runs(con, "003", ids["study"])
+    assert [r["id"] for r in failed] == [ids["q_oom"]]
+    text = seeds.render(con, "003", run_ids, failed)
+    assert (f"failed, not in the table: run {ids['q_oom']} (allocators-reclaim on gs1280-8): experiment exited "
+            "with status 1; the guest's OOM killer killed 1 process") in text
+    assert seeds.failed_runs(con, "001", ids["study"]) == []  # 001's failed run is outside the study
     assert cells(text, "elapsed")[1:] == ["12 (10-14)", "18 (15-21)", "+50.00%",
                                           "229.60 (197.94-247.94)", "226.87 (201.65-240.86)", "-1.19%"]
     # summed over the repeats, as the seed read kswapd's time once after its three runs
