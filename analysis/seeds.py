@@ -19,7 +19,7 @@ from pathlib import Path
 
 from analysis import db
 from analysis.compare import _fmt, pct
-from analysis.seed_published import PUBLISHED, Pub  # noqa: F401  (Pub: re-exported)
+from analysis.seed_published import PUBLISHED, Pub
 from analysis.seed_tables import SEEDS, Row, forget, run_of
 
 REPO = Path(__file__).resolve().parent.parent
