@@ -450,3 +450,27 @@ def test_cli_prints_the_tables_and_bad_input_is_one_line(built, capsys, tmp_path
     monkeypatch.setattr(seeds, "SEEDS_STUDY", tmp_path / "absent.toml")  # no block: any machine
     assert "no ok runs for seeds 000 002 003 004 in" in bad(["--db", str(one)])
     assert seeds.main(["001", "--db", str(one)]) == 0 and "seed 001:" in capsys.readouterr().out
+
+
+def test_seeds_command_runs_every_block_of_a_seed(monkeypatch, tmp_path, capsys):
+    """`./run.py seeds 004` asks the study runner for 004's blocks ("004" and
+    "004-..."), then prints the tables of that study; a seed without a block
+    is one line and exit 2."""
+    from pipeline import seedscli, studycli
+    asked = {}
+
+    def run(path, dbpath, groups=None, **kw):
+        asked["groups"] = groups
+        return 7, None
+
+    monkeypatch.setattr(studycli, "run", run)
+    monkeypatch.setattr(seeds, "main", lambda argv: asked.setdefault("tables", argv) and 0)
+    assert seedscli.main(["004", "--db", str(tmp_path / "r.db")]) == 0
+    assert asked["groups"] == seeds.block_names(seedscli.SEEDS_STUDY.read_text(), "004")
+    assert asked["groups"][0] == "004" and len(asked["groups"]) >= 2
+    assert asked["tables"][-2:] == ["--study", "7"]
+    study = tmp_path / "s.toml"
+    study.write_text('name = "x"\n[[matrix]]\nname = "001"\naxes.experiment = ["kvio"]\n')
+    monkeypatch.setattr(seedscli, "SEEDS_STUDY", study)
+    assert seedscli.main(["004", "--db", str(tmp_path / "r.db")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
