@@ -77,6 +77,9 @@ def test_mlockchurn_locks_every_chunk_and_recycles_memory(mlockchurn):
     m = metrics(c, rid)
     assert m["mlockchurn.pgscan"] > 0 and 0 < m["mlockchurn.reclaim_efficiency"] <= 1.0
     assert m["mlockchurn.mlock_s_per_chunk"] == pytest.approx(sum(x["mlock_ms"] for x in rows) / 6e3, rel=0.01)
+    # then it slept 5 guest seconds with everything locked while kswapd was measured (vanilla: kswapd sleeps too)
+    assert params["sleep_s"] == 5 and 5 <= m["mlockchurn.sleep_s"] < 5.5
+    assert 0 <= m["mlockchurn.kswapd_sleeping_busiest"] <= m["mlockchurn.kswapd_sleeping_all"] < 0.5
     # the sampler saw kswapd through the run; the data disk came up
     assert c.execute("SELECT COUNT(DISTINCT seq) FROM repro_kswapd_samples WHERE run_id = ?", (rid,)).fetchone()[0] >= 2
     assert m["init.data"] == 1
