@@ -105,6 +105,8 @@ def run(study_path, dbpath: Path, groups=None, workers=None, dask=None, retries=
         pool = pools.LocalPool(workers or pools.local_size(largest))
         build = prebuild
     prog = Progress(len(st.runs), pool.where)
+    from pipeline.worker import take_stop_signals
+    take_stop_signals()  # a coordinator started with SIGINT ignored can still be stopped, and stop its workers
     try:
         sid, t = runner.execute(st, dbpath, pool, retries=retries, rerun=rerun, build=build, progress=prog)
     except KeyboardInterrupt:

@@ -34,6 +34,22 @@ def stop_all() -> None:
             pass
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def take_stop_signals() -> None:
+    """SIGINT and SIGTERM stop this process as Ctrl-C does (the run records
+    itself aborted, the study keeps what finished). A process started with
+    SIGINT ignored (`nohup ... &` from a script) inherits the ignore, and so
+    would every worker it starts: then neither a Ctrl-C nor the
+    coordinator's stop_all() could stop anything. Main thread only."""
+    import threading
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
 def _where() -> str:
     try:  # on a Dask worker: its address too
         from distributed import get_worker
@@ -89,6 +105,7 @@ def collect(wd: Path) -> dict:
 
 def main(argv: list[str]) -> int:
     """The child: prepare, build and run the spec into DIR/run.db."""
+    take_stop_signals()  # the coordinator's stop_all() must reach it
     sys.path.insert(0, str(REPO))
     from analysis import db
     from pipeline.execute import BuildError, run

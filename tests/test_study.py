@@ -13,6 +13,8 @@ from analysis import db
 from analysis.rows import insert
 from pipeline import merge, runner, study
 from pipeline.spec import InputError, RunSpec
+
+REPO = Path(__file__).resolve().parent.parent
 from tests.runrows import run_end, run_start
 
 
@@ -220,3 +222,25 @@ def test_a_task_that_finished_after_the_coordinator_died_is_adopted(tmp_path):
     assert s.runs[0].key not in pool.submitted and not wd.exists()
     assert any("adopted" in line for line in t.lines)
     assert con.execute("SELECT COUNT(*) FROM runs WHERE run_key = ?", (s.runs[0].key,)).fetchone()[0] == 1
+
+
+def test_stop_signals_are_taken_even_when_sigint_was_ignored(tmp_path):
+    """`nohup ./run.py study ... &` from a script starts the coordinator with
+    SIGINT ignored, and its workers inherit that: take_stop_signals() makes
+    SIGINT and SIGTERM stop them as Ctrl-C does."""
+    import signal
+    import subprocess
+    import sys
+    code = ("import os, signal, sys\n"
+            "from pipeline.worker import take_stop_signals\n"
+            "assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN\n"
+            "take_stop_signals()\n"
+            "for s in (signal.SIGINT, signal.SIGTERM):\n"
+            "    try:\n"
+            "        os.kill(os.getpid(), s)\n"
+            "        sys.exit(f'{s} did not stop us')\n"
+            "    except KeyboardInterrupt:\n"
+            "        pass\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                       preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    assert r.returncode == 0, r.stderr
