@@ -167,8 +167,8 @@ def lock_contentions(like: str) -> Callable:
 
 def scalar(sql: str, scale: float = 1.0) -> Callable:
     def get(con, rid):
-        v = con.execute(sql, (rid,)).fetchone()[0]
-        return None if v is None else float(v) * scale
+        row = con.execute(sql, (rid,)).fetchone()  # no row: e.g. a cycle this run did not have
+        return None if row is None or row[0] is None else float(row[0]) * scale
     return get
 
 
