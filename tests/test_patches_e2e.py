@@ -86,7 +86,8 @@ def test_one_command_runs_several_kernels_and_prints_the_table(comparison):
     assert c.execute("SELECT COUNT(*) FROM compare_sets").fetchone()[0] == 1
     head = next(line for line in r.stdout.splitlines() if line.startswith("figure"))
     assert all(f"{k} (run {x['id']})" in head for k, x in zip(COMPARED, runs))
-    assert re.search(r"^vmstat\.pgfault\s+\d+(\s+\d+\s+(new|[+-]?\d+\.\d+%)){%d}$" % (len(COMPARED) - 1),
+    others = len(COMPARED) - 1  # each with its value and its % against the first
+    assert re.search(r"^vmstat\.pgfault\s+\d+(\s+\d+\s+(new|[+-]?\d+\.\d+%))" + f"{{{others}}}$",
                      r.stdout, re.M), r.stdout[-3000:]
 
 
