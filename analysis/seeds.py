@@ -78,10 +78,14 @@ def _column(s, r) -> tuple:
     # a parameter that differs from the kernel's own setting is part of the column (004: zone_reclaim_mode=5)
     own = tuple(f"{n}={have[n]}" for n in s.param_columns if have.get(n, "kernel") != "kernel")
     kern = (rank.index(r["patch_set"]) if r["patch_set"] in rank else len(rank), r["patch_set"], own)
-    disk = (r["disk_model"] or "").split(":")[0]  # "cheetah-15k4: 5500/6000 us ..." -> its name
-    machine = (r["cpus"], r["nodes"], r["topology"], disk) if s.by_machine else ()
+    machine = (r["cpus"], r["nodes"], r["topology"], _disk(r)) if s.by_machine else ()
     return (machine, r["kernel_flavor"] != "default", r["kernel_flavor"], r["timing_mode"] != "off",
             r["timing_mode"], kern)
+
+
+def _disk(r) -> str:
+    """A run's disk model by name ("cheetah-15k4: 5500/6000 us ..." -> cheetah-15k4); '' if none."""
+    return (r["disk_model"] or "").split(":")[0]
 
 
 def _matching(con, seed: str, study_id: int | None, status: str) -> list:
@@ -143,11 +147,13 @@ def select_runs(con, seed: str, study_id: int | None = None) -> list[int]:
     return [r["id"] for r in sorted(picked, key=lambda r: (_column(s, r), r["id"]))]
 
 
-def failed_runs(con, seed: str, study_id: int | None = None) -> list:
+def failed_runs(con, seed: str, study_id: int | None = None, ok_ids: list[int] | None = None) -> list:
     """The seed's runs that failed (a guest that panicked, hung, or whose
     reproducer died: e.g. OOM-killed) and have no ok run of the same key:
-    a kernel missing from a column is said, with the reason, not hidden."""
-    ok = {r["run_key"] for r in _matching(con, seed, study_id, "ok") if r["run_key"]}
+    a kernel missing from a column is said, with the reason, not hidden.
+    ok_ids: the ok runs already selected (select_runs), so they are not looked up again."""
+    ok_rows = ([run_of(con, i) for i in ok_ids] if ok_ids is not None else _matching(con, seed, study_id, "ok"))
+    ok = {r["run_key"] for r in ok_rows if r["run_key"]}
     return [r for r in _matching(con, seed, study_id, "failed") if not r["run_key"] or r["run_key"] not in ok]
 
 
@@ -207,7 +213,7 @@ def render(con, seed: str, run_ids: list[int], failed: list = ()) -> str:
     finally:
         forget()
     lines = [f"failed, not in the table: run {r['id']} ({r['patch_set']} on {r['topology']}"
-             f"{', ' + r['disk_model'].split(':')[0] if r['disk_model'] else ''}): {r['reason']}"
+             f"{', ' + _disk(r) if _disk(r) else ''}): {r['reason']}"
              + (f"; the guest's OOM killer killed {n:g} process{'es' * (n != 1)}" if (n := _oom_kills(con, r['id']))
                 else "") for r in failed]
     return text + ("\n" + "\n".join(lines) + "\n" if lines else "")
@@ -388,7 +394,7 @@ def main(argv: list[str]) -> int:
                             + (f"study {a.study}" if a.study is not None else a.db)
                             + (f"; name the seeds that have runs ({' '.join(picked)})" if picked else
                                " (run ./run.py seeds)"))
-        text = "\n\n".join(render(con, x, ids, failed_runs(con, x, a.study)) for x, ids in picked.items())
+        text = "\n\n".join(render(con, x, ids, failed_runs(con, x, a.study, ids)) for x, ids in picked.items())
     except (SeedError, db.SchemaError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -338,6 +338,7 @@ def test_repeats_give_mean_and_spread(built):
     assert len(run_ids) == 6 and ids["q_oom"] not in run_ids
     failed = seeds.failed_runs(con, "003", ids["study"])
     assert [r["id"] for r in failed] == [ids["q_oom"]]
+    assert [r["id"] for r in seeds.failed_runs(con, "003", ids["study"], run_ids)] == [ids["q_oom"]]
     text = seeds.render(con, "003", run_ids, failed)
     assert (f"failed, not in the table: run {ids['q_oom']} (allocators-reclaim on gs1280-8): experiment exited "
             "with status 1; the guest's OOM killer killed 1 process") in text
