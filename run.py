@@ -94,7 +94,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="wall seconds to reach the guest's first record (default: from the CPU count)")
     p.add_argument("--kernel-append", default="", metavar="ARGS",
                    help="extra kernel command-line arguments (recorded in the run row)")
-    p.add_argument("--seed", type=int, default=0, help="seed recorded with the run and passed to the guest")
+    p.add_argument("--seed", type=int, default=0,
+                   help="perturbation seed: any value but 0 mixes vmlab.perturb=SEED.0 into the guest kernel's "
+                        "entropy (its command line): another run of the same deterministic machine (0: unperturbed)")
     p.add_argument("--db", default="results.db", help="SQLite results database (default ./results.db)")
     p.add_argument("--runs-dir", default=None, help="where run logs go (default: runs/ beside the database)")
 

@@ -35,6 +35,28 @@ class EngineError(RuntimeError):
     pass
 
 
+def perturbation(seed: int, repeat: int) -> str:
+    """The kernel command-line word that makes run (seed, repeat) differ from
+    its siblings: "" for (0, 0), the unperturbed machine every single run and
+    every figure before this existed used.
+
+    Under per-vCPU clocks a run is deterministic: two runs of the same inputs
+    are one run, and repeats would report a spread of zero. Real machines
+    vary because of timing noise; a deterministic simulator gets run-to-run
+    variation by perturbing each run slightly and seeding the perturbation
+    (Alameldeen & Wood, HPCA 2003). Ours is the guest kernel's entropy: Linux
+    mixes its command line into the entropy pool at boot
+    (random_init_early()), so a different word gives other ASLR placements,
+    hash seeds and random choices, whose few instructions more or less move
+    every later quantum boundary and with it the interleaving of vCPUs, locks
+    and reclaim. Each (seed, repeat) stays exactly repeatable. The
+    reproducers' own random seeds are parameters and are not touched (the
+    same work in every repeat)."""
+    if seed == 0 and repeat == 0:
+        return ""
+    return f"vmlab.perturb={seed}.{repeat}"
+
+
 def cycle_ps(topo) -> int:
     """Guest time per instruction: one cycle of the topology's clock."""
     return max(1, round(1000.0 / topo.clock_ghz))

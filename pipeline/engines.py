@@ -46,9 +46,10 @@ class QemuEngine:
 
     def invocation(self, spec, topo, built, initrd: Path, swap_img, data_img, plugin, disk_model) -> Invocation:
         stalls = spec.timing == "detailed" and not spec.no_stalls and spec.qemu_mode == "icount"
+        append = " ".join(w for w in (spec.kernel_append.strip(), qemu.perturbation(spec.seed, spec.repeat)) if w)
         cmd = qemu.command_line(topo, built.kernel_dir / "kernel", initrd, binary=self.binary(built, topo),
                                 mode=spec.qemu_mode, quantum_ns=spec.quantum_ns, swap_image=swap_img,
-                                data_image=data_img, append=spec.kernel_append, hmat=not spec.no_hmat,
+                                data_image=data_img, append=append, hmat=not spec.no_hmat,
                                 plugin=plugin, vcpu_clocks=self.ours,
                                 disk=disk_model if (swap_img or data_img) else None)
         return Invocation(cmd, qemu.clock_model(topo, spec.qemu_mode, spec.quantum_ns, stalls, vcpu_clocks=self.ours),

@@ -16,7 +16,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, fields
 
-KEY_VERSION = 1  # bump when what the key covers changes
+KEY_VERSION = 2  # bump when what the key covers changes (2: seed and repeat perturb the guest)
 
 
 class InputError(ValueError):

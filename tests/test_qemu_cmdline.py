@@ -77,3 +77,30 @@ def test_alpha_clipper_command_line():
     assert blk and all("seg-max-adjust=off" in o for o in blk)
     x86 = qemu.command_line(T.load("x86-2s"), Path("k"), Path("i"), swap_image=Path("s.img"), binary=Path("q"))
     assert not any("seg-max-adjust" in o for o in opts(x86, "-device"))
+
+
+def test_seed_and_repeat_perturb_the_guest_kernel_and_nothing_else(monkeypatch):
+    """(0, 0) is the unperturbed machine; every other (seed, repeat) mixes its
+    own word into the guest kernel's entropy through the command line, beside
+    the user's own --kernel-append, so repeats are not copies of one run."""
+    from types import SimpleNamespace
+
+    from pipeline import engines
+    from pipeline.spec import RunSpec
+    eng = engines.get("vmlab")
+    monkeypatch.setattr(eng, "label", lambda built, topo: "test")
+    t = T.load("x86-2s")
+    built = SimpleNamespace(kernel_dir=Path("/k"), qemu_dir=Path("/q"))
+
+    def append(**kw):
+        inv = eng.invocation(RunSpec(topology="x86-2s", **kw), t, built, Path("i"), None, None, None, None)
+        return opts(inv.cmd, "-append")[0].split()
+
+    base = append()
+    assert not any(w.startswith("vmlab.perturb") for w in base)
+    assert append(repeat=2) == base + ["vmlab.perturb=0.2"]
+    assert append(seed=7) == base + ["vmlab.perturb=7.0"]
+    assert append(seed=7, repeat=1, kernel_append="zswap.enabled=1") == \
+        base + ["zswap.enabled=1", "vmlab.perturb=7.1"]
+    words = {qemu.perturbation(s, r) for s in range(3) for r in range(3)}
+    assert len(words) == 9 and "" in words
