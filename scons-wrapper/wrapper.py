@@ -3,6 +3,8 @@ needs and say whether anything was built."""
 from __future__ import annotations
 
 import fcntl
+import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -62,28 +64,55 @@ def build(cache: Path, variant, arch: str, experiment: str, timing: bool = False
         except BlockingIOError:
             print("build: waiting for another run's build to finish", flush=True)
             fcntl.flock(lock, fcntl.LOCK_EX)
-        rebuilt = _scons(args)
+        rebuilt = _scons(args, lock.fileno())
         userland = initrd.read_bytes()
     if not rebuilt:
         print("build: up to date, nothing built", flush=True)
     return Built(kdir, initrd, rebuilt, qemu_build.engine_dir(cache), plugin, userland)
 
 
-def _scons(args) -> bool:
-    """Run SCons, pass on what it prints; True if it built anything."""
-    p = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+def _scons(args, lock_fd: int | None = None) -> bool:
+    """Run SCons, pass on what it prints; True if it built anything.
+
+    lock_fd: the build lock, inherited by SCons so the lock lives as long as
+    the build does: a caller killed outright (SIGKILL, a stopped study's
+    prebuild) leaves no SCons writing the cache unlocked beside the next
+    build (seen: a second build's sconsign rename failed under the orphan's).
+    A caller interrupted in Python stops its SCons, and the compilers under
+    it (their own process group), before letting go."""
+    p = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                         pass_fds=() if lock_fd is None else (lock_fd,), start_new_session=True)
     rebuilt = False
     error = ""
-    for line in p.stdout:
-        if line.startswith("scons: `") and line.rstrip().endswith("is up to date."):
-            continue
-        rebuilt = True
-        if line.startswith("error: "):  # our recipes' one-line errors
-            error = line[len("error: "):].strip()
-            continue
-        print(line, end="", flush=True)
+    try:
+        for line in p.stdout:
+            if line.startswith("scons: `") and line.rstrip().endswith("is up to date."):
+                continue
+            rebuilt = True
+            if line.startswith("error: "):  # our recipes' one-line errors
+                error = line[len("error: "):].strip()
+                continue
+            print(line, end="", flush=True)
+    except BaseException:
+        _stop_group(p)
+        raise
     if p.wait():
         if error:
             raise BuildFailed(error, 2 if p.returncode == 2 else 1)
         raise BuildFailed(f"build failed (scons exit status {p.returncode}); see the messages above")
     return rebuilt
+
+
+def _stop_group(p: subprocess.Popen) -> None:
+    """SIGTERM to SCons's process group (make deletes its half-written
+    target), SIGKILL after a minute."""
+    for sig, wait in ((signal.SIGTERM, 60), (signal.SIGKILL, None)):
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            p.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue

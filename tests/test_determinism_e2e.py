@@ -27,14 +27,19 @@ MACHINES = {8: "x86-2s-8c-small", 32: "x86-4s-32c-small"}
 def test_a_swapping_run_repeats_exactly(vmlab_env, tmp_path, cpus, mode):
     topo = str(REPO / "tests" / "data" / f"{MACHINES[cpus]}.toml")
     cmd = vmlab_cmd(tmp_path, "-t", topo, "-e", "qsbench", "--timing", mode, "-p", f"mem_frac=1.05,procs={min(cpus, 4)}")
-    procs = [subprocess.Popen(cmd, env=vmlab_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for _ in range(2)]
+    # On 8 CPUs without the plugin a third, perturbed run (--seed 1) goes at
+    # the same time: repeats of a study are such runs, and must not be copies.
+    perturbed = cpus == 8 and mode == "off"
+    procs = [subprocess.Popen(c, env=vmlab_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for c in [cmd, cmd] + ([cmd + ["--seed", "1"]] if perturbed else [])]
     outs = [p.communicate()[0] for p in procs]
     for p, out in zip(procs, outs):
         assert p.returncode == 0, out[-4000:]
     c = db(tmp_path)
+    if perturbed:
+        check_the_perturbed_run_differs(c)
     runs = c.execute("SELECT id, log_path, timing_mode, clock_model, quantum_ns, disk_model, limitations "
-                     "FROM runs ORDER BY id").fetchall()
+                     "FROM runs WHERE seed = 0 ORDER BY id").fetchall()
     assert len(runs) == 2 and all(r["timing_mode"] == mode for r in runs)
     assert "per-vCPU clocks" in runs[0]["clock_model"] and runs[0]["quantum_ns"] == 1000
     assert runs[0]["disk_model"].startswith("ssd-980pro") and "deterministic" in runs[0]["limitations"]
@@ -58,3 +63,19 @@ def test_a_swapping_run_repeats_exactly(vmlab_env, tmp_path, cpus, mode):
         counts = [[tuple(x) for x in c.execute("SELECT cpu, insns FROM timing_cpu WHERE run_id = ? ORDER BY cpu",
                                               (i,))] for i in ids]
         assert counts[0] == counts[1] and len(counts[0]) == cpus
+
+
+def check_the_perturbed_run_differs(c):
+    """--seed 1 puts vmlab.perturb=1.0 in the guest kernel's command line (its
+    entropy) and nothing else: the same work, sorted right, but another
+    interleaving, so the guest's figures differ from the unperturbed pair's."""
+    runs = c.execute("SELECT id, seed, command_line, log_path FROM runs ORDER BY seed, id").fetchall()
+    assert [r["seed"] for r in runs] == [0, 0, 1]
+    assert "vmlab.perturb=1.0" in runs[2]["command_line"] and "vmlab.perturb" not in runs[0]["command_line"]
+    assert Path(runs[0]["log_path"]).read_bytes() != Path(runs[2]["log_path"]).read_bytes()
+    figures = [sorted(tuple(x) for x in c.execute("SELECT proc, elapsed_ms, user_ms, sys_ms FROM qsbench_procs "
+                                                 "WHERE run_id = ?", (r["id"],))) for r in (runs[0], runs[2])]
+    assert len(figures[1]) == 4 and figures[0] != figures[1]
+    sums = [c.execute("SELECT text FROM metrics WHERE run_id = ? AND name = 'qsbench.checksum'",
+                      (r["id"],)).fetchone() for r in (runs[0], runs[2])]
+    assert sums[0][0] and sums[0] == sums[1], "a perturbed run must do the same work"

@@ -1,0 +1,86 @@
+"""The build lock follows the build (scons-wrapper/wrapper.py): SCons holds
+the cache's lock itself, so a caller killed outright leaves no build writing
+the cache unlocked, and a caller interrupted in Python stops SCons and
+everything under it before it lets go."""
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pipeline.execute import _wrapper
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead too
+        return open(f"/proc/{pid}/stat").read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _wait_for(path, timeout=20):
+    end = time.time() + timeout
+    while not path.exists() or not path.read_text().strip():
+        assert time.time() < end, f"{path} never written"
+        time.sleep(0.05)
+    return path.read_text().split()
+
+
+def test_the_build_keeps_the_lock_when_its_caller_dies(tmp_path):
+    lockfile, pids = tmp_path / "build.lock", tmp_path / "pids"
+    # The caller: takes the lock and runs a "build" that outlives it.
+    caller = subprocess.Popen([sys.executable, "-c", f"""
+import fcntl, sys, importlib.util
+sys.path.insert(0, {str(_wrapper.__globals__['REPO'])!r})
+from pipeline.execute import _wrapper
+w = _wrapper()
+with open({str(lockfile)!r}, "w") as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    w._scons([sys.executable, "-c", "import os, time; open({str(pids)!r}, 'w').write(str(os.getpid())); time.sleep(30)"],
+             lock.fileno())
+"""])
+    build = int(_wait_for(pids)[0])
+    caller.kill()  # outright: no Python cleanup runs
+    caller.wait()
+    assert _alive(build)
+    with open(lockfile, "w") as other:
+        with pytest.raises(BlockingIOError):  # the orphaned build still holds the lock
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.kill(build, signal.SIGKILL)
+        end = time.time() + 10
+        while _alive(build) and time.time() < end:
+            time.sleep(0.05)
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free once the build is gone
+
+
+def test_an_interrupted_caller_stops_the_build_and_its_children(tmp_path, monkeypatch, capsys):
+    pids = tmp_path / "pids"
+    w = _wrapper()
+    # A "build" that starts a compiler-like child, reports both pids, then prints a line.
+    script = ("import os, subprocess, sys, time\n"
+              "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+              f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{c.pid}}')\n"
+              "print('compiling', flush=True)\n"
+              "time.sleep(60)\n")
+    real_print = print
+
+    def interrupted(*a, **k):
+        if a and "compiling" in str(a[0]):
+            raise KeyboardInterrupt
+        real_print(*a, **k)
+    monkeypatch.setattr("builtins.print", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        w._scons([sys.executable, "-c", script])
+    monkeypatch.undo()
+    scons, child = (int(x) for x in _wait_for(pids))
+    end = time.time() + 10
+    while (_alive(scons) or _alive(child)) and time.time() < end:
+        time.sleep(0.05)
+    assert not _alive(scons) and not _alive(child)
