@@ -244,3 +244,16 @@ def test_stop_signals_are_taken_even_when_sigint_was_ignored(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "studies").glob("*.toml")), ids=lambda p: p.name)
+def test_every_shipped_study_expands_with_distinct_keys_and_perturbed_repeats(path):
+    """A shipped study names real topologies, experiments, kernels and
+    parameters (load checks each run like a single run), and its repeats are
+    distinct runs: each its own key and its own perturbation of the guest."""
+    from configs import qemu
+    st = study.load(path)
+    assert st.runs
+    assert len({r.key for r in st.runs}) == len(st.runs)
+    words = {(r.spec.seed, r.spec.repeat): qemu.perturbation(r.spec.seed, r.spec.repeat) for r in st.runs}
+    assert len(set(words.values())) == len(words)
