@@ -8,10 +8,13 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from pipeline.execute import _wrapper
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def _alive(pid: int) -> bool:
@@ -37,8 +40,8 @@ def test_the_build_keeps_the_lock_when_its_caller_dies(tmp_path):
     lockfile, pids = tmp_path / "build.lock", tmp_path / "pids"
     # The caller: takes the lock and runs a "build" that outlives it.
     caller = subprocess.Popen([sys.executable, "-c", f"""
-import fcntl, sys, importlib.util
-sys.path.insert(0, {str(_wrapper.__globals__['REPO'])!r})
+import fcntl, sys
+sys.path.insert(0, {str(REPO)!r})
 from pipeline.execute import _wrapper
 w = _wrapper()
 with open({str(lockfile)!r}, "w") as lock:
