@@ -157,6 +157,9 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
         with open(data_img, "wb") as f:
             f.truncate(int(plan.all_values["disk_mib"]) << 20)
     data_dev = ("/dev/vdb" if swap_img else "/dev/vda") if data_img else ""
+    # VMLAB_SEED is read by nothing in the guest: the seed reaches it as the
+    # kernel's vmlab.perturb word (configs/qemu.perturbation). It stays because
+    # every run's initramfs bytes, and so every deterministic figure, include it.
     conf = (f"VMLAB_EXP={exp.name}\nVMLAB_CMD={shlex.quote(plan.command)}\n"
             f"VMLAB_SWAP={swap_dev}\nVMLAB_DATA={data_dev}\nVMLAB_SEED={spec.seed}\n")
     knobs = "".join(f"{name} {path} {value}\n" for name, path, value in plan.knobs())

@@ -63,7 +63,7 @@ with open({str(lockfile)!r}, "w") as lock:
         fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free once the build is gone
 
 
-def test_an_interrupted_caller_stops_the_build_and_its_children(tmp_path, monkeypatch, capsys):
+def test_an_interrupted_caller_stops_the_build_and_its_children(tmp_path, monkeypatch):
     pids = tmp_path / "pids"
     w = _wrapper()
     # A "build" that starts a compiler-like child, reports both pids, then prints a line.
