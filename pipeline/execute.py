@@ -121,6 +121,17 @@ def build(prep: Prepared):
         raise BuildError(str(e), getattr(e, "status", 1)) from None
 
 
+def solid_state_knobs(disk, devs: list[str]) -> list[tuple[str, str, int]]:
+    """Knobs telling the guest a solid-state disk model's virtio disks are not
+    rotational (virtio-blk says they are; an NVMe driver would not), so swap
+    on them runs as on an SSD: swap clusters, not one lock for every entry.
+    Nothing for rotational models: their runs' initramfs bytes stay as they were."""
+    if disk is None or disk.rotational:
+        return []
+    names = [d.removeprefix("/dev/") for d in devs if d.startswith("/dev/vd")]
+    return [(f"nonrot_{n}", f"/sys/block/{n}/queue/rotational", 0) for n in names]
+
+
 def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = None, userland: bytes | None = None,
             live=None) -> tuple[int, str]:
     """Boot the kernel, run the experiment, store the run: (run id, status).
@@ -162,7 +173,8 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
     # every run's initramfs bytes, and so every deterministic figure, include it.
     conf = (f"VMLAB_EXP={exp.name}\nVMLAB_CMD={shlex.quote(plan.command)}\n"
             f"VMLAB_SWAP={swap_dev}\nVMLAB_DATA={data_dev}\nVMLAB_SEED={spec.seed}\n")
-    knobs = "".join(f"{name} {path} {value}\n" for name, path, value in plan.knobs())
+    knobs = "".join(f"{name} {path} {value}\n" for name, path, value in plan.knobs() + solid_state_knobs(
+        prep.disk_model, [swap_dev if swap_img else "", data_dev]))
     initrd = rdir / "initramfs.cpio"
     initrd.write_bytes(userland + initramfs.run_archive({"run.conf": conf, "knobs": knobs}))
 

@@ -5,6 +5,7 @@ import pytest
 
 import topologies as T
 from configs import qemu
+from pipeline.execute import solid_state_knobs
 from topologies import disks
 
 
@@ -22,6 +23,7 @@ def test_shipped_models_are_cited_and_sane():
     ("mbps", "nan", "mbps.*whole number"),
     ("servers", "0", "servers"),
     ("write_ns", '"fast"', "write_ns"),
+    ("rotational", "1", "rotational.*true or false"),
 ])
 def test_bad_figures_are_one_line_naming_file_and_field(tmp_path, field, value, match):
     text = disks.FILE.read_text()
@@ -56,3 +58,20 @@ def test_the_model_goes_on_every_virtio_blk_disk_with_ioeventfd_off(tmp_path):
         assert "ioeventfd=off" in dev and "x-vmlab-read-ns=5500000" in dev and "x-vmlab-servers=1" in dev
     plain = qemu.command_line(t, Path("k"), Path("i"), binary=Path("q"), swap_image=tmp_path / "s")
     assert not any("x-vmlab" in a for a in plain)
+
+
+def test_only_solid_state_models_tell_the_guest_their_disks_are_not_rotational():
+    ssd, scsi = disks.get("ssd-980pro"), disks.get("cheetah-15k4")
+    assert not ssd.rotational and scsi.rotational and ssd.label().endswith("non-rotational")
+    assert solid_state_knobs(ssd, ["/dev/vda", "/dev/vdb"]) == [
+        ("nonrot_vda", "/sys/block/vda/queue/rotational", 0), ("nonrot_vdb", "/sys/block/vdb/queue/rotational", 0)]
+    # zram, no disk, a rotational model, host-timed disks: nothing (those runs' initramfs stays byte for byte)
+    assert solid_state_knobs(ssd, ["zram:64", ""]) == []
+    assert solid_state_knobs(scsi, ["/dev/vda", "/dev/vdb"]) == [] and solid_state_knobs(None, ["/dev/vda"]) == []
+
+
+def test_a_model_without_rotational_is_refused(tmp_path):
+    f = tmp_path / "disks.toml"
+    f.write_text(disks.FILE.read_text().replace("rotational = false\n", "", 1))
+    with pytest.raises(disks.DiskError, match="ssd-980pro.rotational"):
+        disks.load_all(f)

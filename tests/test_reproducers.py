@@ -85,6 +85,8 @@ def test_mlockchurn_locks_every_chunk_and_recycles_memory(mlockchurn):
     assert m["init.data"] == 1
     # the data disk completes at the topology's disk model's guest times
     assert run["disk_model"].startswith("ssd-980pro") and "disks complete at a modeled guest time" in run["limitations"]
+    # the SSD model's swap and data disks were told to the guest as non-rotational
+    assert run["disk_model"].endswith("non-rotational") and m["init.nonrot_vda"] == 1 and m["init.nonrot_vdb"] == 1
     assert not list(Path(run["log_path"]).parent.glob("*.img"))  # swap and data images deleted
 
 

@@ -42,6 +42,8 @@ def test_reproducers_size_themselves_from_the_topology(name):
     if name == "forkstorm":  # per worker, and there are 4x the workers too
         assert big.derived["workers"] == 4 * small.derived["workers"] == 32
         assert abs(big.derived[size] - small.derived[size]) <= 1
+        # the family region every process inherits is a part of all memory
+        assert abs(big.derived["family_mib"] - 4 * small.derived["family_mib"]) <= 4 and small.derived["family_mib"] > 0
     else:
         assert abs(big.derived[size] - 4 * small.derived[size]) <= 4
     assert small.timeout_s > 60
@@ -50,7 +52,11 @@ def test_reproducers_size_themselves_from_the_topology(name):
 def test_working_sets_are_above_ram_where_the_seed_needs_it():
     t = T.load("gs1280-8")
     fs = E.load("forkstorm").resolve(t, {})
-    assert fs.derived["workers"] * fs.derived["region_mib"] > t.total_memory_mib and fs.params["swap_frac"] == 2.0
+    assert fs.derived["workers"] * fs.derived["region_mib"] + fs.derived["family_mib"] > t.total_memory_mib
+    assert fs.params["swap_frac"] == 2.0
+    # without a family region the workers' own regions hold all of it
+    alone = E.load("forkstorm").resolve(t, {"family_frac": "0"})
+    assert alone.derived["family_mib"] == 0 and alone.derived["workers"] * alone.derived["region_mib"] > t.total_memory_mib
     qs = E.load("qsbench").resolve(t, {})
     assert qs.derived["array_mib"] > t.total_memory_mib
     ml = E.load("mlockchurn").resolve(t, {})
@@ -174,6 +180,20 @@ def test_qsbench_same_seed_same_work(programs):
 def test_guest_programs_refuse_bad_arguments(programs, name, args):
     r = subprocess.run([str(programs[name]), *args], capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and name in r.stderr
+
+
+def test_forkstorm_children_run_on_the_family_region_and_their_workers(programs):
+    """Natively, no memory pressure: short jobs complete on every worker, with
+    and without the region inherited by every process."""
+    for family in ("4", "0"):
+        r = subprocess.run([str(programs["forkstorm"]), "--workers", "2", "--region-mib", "4", "--family-mib", family,
+                            "--children", "2", "--touch-kib", "64", "--write-kib", "16", "--private-kib", "16",
+                            "--duration-ms", "300", "--tick-ms", "100"], capture_output=True, text=True, timeout=60)
+        p = records_of(r.stdout)
+        assert p.first("forkstorm_start").body["family_mib"] == int(family)
+        done = p.first("forkstorm_done").body
+        # many jobs per worker in 0.3 s: a child reads a 64 KiB window, not its whole region
+        assert all(j > 20 for j in done["per_worker"]) and done["worker_status"] == [0, 0], r.stderr
 
 
 def test_kvio_serves_ops_at_every_level(programs, tmp_path):

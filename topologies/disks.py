@@ -25,10 +25,11 @@ class Disk:
     write_ns: int
     mbps: int
     servers: int
+    rotational: bool
 
     def label(self) -> str:
         return (f"{self.name}: {self.read_ns / 1000:g}/{self.write_ns / 1000:g} us read/write, "
-                f"{self.mbps} MB/s, {self.servers} at once")
+                f"{self.mbps} MB/s, {self.servers} at once" + ("" if self.rotational else ", non-rotational"))
 
 
 def _num(path, name, tab, key, lo, hi, integer=True):
@@ -50,14 +51,17 @@ def load_all(path: Path = FILE) -> dict[str, Disk]:
     for name, tab in data.items():
         if not isinstance(tab, dict):
             raise DiskError(f"{path}: field '{name}': expected a table [{name}]")
-        unknown = set(tab) - {"description", "sources", "read_ns", "write_ns", "mbps", "servers"}
+        unknown = set(tab) - {"description", "sources", "read_ns", "write_ns", "mbps", "servers", "rotational"}
         if unknown:
             raise DiskError(f"{path}: field '{name}.{sorted(unknown)[0]}': not a disk model field")
         if not tab.get("sources"):
             raise DiskError(f"{path}: field '{name}.sources': expected where the figures come from")
+        if not isinstance(tab.get("rotational"), bool):
+            raise DiskError(f"{path}: field '{name}.rotational': expected true or false (what the guest's block "
+                            f"layer is told), got {tab.get('rotational')!r}")
         out[name] = Disk(name, str(tab.get("description", "")),
                          _num(path, name, tab, "read_ns", 0, MAX_NS), _num(path, name, tab, "write_ns", 0, MAX_NS),
-                         _num(path, name, tab, "mbps", 1, MAX_MBPS), _num(path, name, tab, "servers", 1, 1024))
+                         _num(path, name, tab, "mbps", 1, MAX_MBPS), _num(path, name, tab, "servers", 1, 1024), tab["rotational"])
     return out
 
 

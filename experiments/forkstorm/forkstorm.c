@@ -2,12 +2,14 @@
  * forkstorm: seed 002 (Larry Woodman, 2009: AIM7 on a large SMP spends its
  * time in _spin_lock under page_referenced) with vmlab records. An AIM7-like
  * load: on every CPU a worker owns an anonymous region and keeps several
- * children alive; each child touches the region (shared with the worker and
- * its siblings through fork, so reclaim's reference checks walk long
- * anon_vma chains), writes a part of it (copy on write), touches private
- * memory of its own and exits. The workers' regions together exceed RAM, so
- * all this happens while reclaim swaps. Figures: jobs per minute, system vs
- * user time, lock contention (anon_vma, page-table locks) on LOCK_STAT kernels.
+ * children alive; each child reads a window of a region every process of the
+ * storm inherited from forkstorm itself (one anon_vma family, as AIM7's tasks
+ * under one driver, so reclaim's reference checks walk long anon_vma chains
+ * under one root lock), writes a window of its worker's region (copy on
+ * write), touches private memory of its own and exits. The regions together
+ * exceed RAM, so all this happens while reclaim swaps. Figures: jobs per
+ * minute, system vs user time, lock contention (anon_vma, page-table locks)
+ * on LOCK_STAT kernels.
  */
 #include "vmlab.h"
 #include <getopt.h>
@@ -28,20 +30,44 @@ static void cpu_ticks(long long t[7])
 	free(s);
 }
 
-static void child(char *region, size_t size, size_t write_bytes, size_t priv_bytes, unsigned long long seed)
+/* What every child does, and where */
+struct job {
+	char *region;		/* its worker's region */
+	size_t size;
+	char *family;		/* the driver's region, inherited by every process; or NULL */
+	size_t family_size;
+	size_t touch_bytes, write_bytes, priv_bytes;
+};
+
+static size_t window(size_t size, size_t bytes, unsigned long long *seed)
+{
+	return size > bytes ? (size_t)(vl_rand(seed) % (size - bytes)) : 0;
+}
+
+static void child(const struct job *j, unsigned long long seed)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 	volatile unsigned long sum = 0;
-	for (size_t off = 0; off < size; off += (size_t)pg)
-		sum += (unsigned char)region[off];
-	/* copy on write over a random window of the shared region */
-	size_t start = size > write_bytes ? (size_t)(vl_rand(&seed) % (size - write_bytes)) : 0;
-	for (size_t off = 0; off < write_bytes && start + off < size; off += (size_t)pg)
-		region[start + off] = (char)(sum + off);
-	if (priv_bytes) {
-		char *p = malloc(priv_bytes);
+	/* read a random window (0: all) of the family region if there is one,
+	 * else of the worker's. Reading all of it made every child a long run
+	 * of swap-ins: a short storm then completed little more than the
+	 * children alive at its start, and fork and exit (the anon_vma writers
+	 * the seed's reclaim contended with) were rare. fork maps both regions
+	 * whole either way. */
+	char *rd = j->family ? j->family : j->region;
+	size_t rsize = j->family ? j->family_size : j->size;
+	size_t touch = !j->touch_bytes || j->touch_bytes > rsize ? rsize : j->touch_bytes;
+	size_t from = window(rsize, touch, &seed);
+	for (size_t off = 0; off < touch; off += (size_t)pg)
+		sum += (unsigned char)rd[from + off];
+	/* copy on write over a random window of the worker's region */
+	size_t start = window(j->size, j->write_bytes, &seed);
+	for (size_t off = 0; off < j->write_bytes && start + off < j->size; off += (size_t)pg)
+		j->region[start + off] = (char)(sum + off);
+	if (j->priv_bytes) {
+		char *p = malloc(j->priv_bytes);
 		if (p)
-			memset(p, 1, priv_bytes);
+			memset(p, 1, j->priv_bytes);
 	}
 	_exit(0);
 }
@@ -54,14 +80,14 @@ struct shared {
 	volatile long long jobs[];
 };
 
-static void worker(int id, int cpu, size_t size, int kids, size_t write_bytes, size_t priv_bytes, struct shared *sh)
+static void worker(int id, int cpu, int kids, struct job j, struct shared *sh)
 {
 	if (cpu >= 0)
 		vl_pin(cpu);
-	char *region = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (region == MAP_FAILED)
+	j.region = mmap(NULL, j.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (j.region == MAP_FAILED)
 		_exit(3);
-	memset(region, id + 1, size);
+	memset(j.region, id + 1, j.size);
 	__sync_fetch_and_add(&sh->ready, 1);
 	while (sh->until_ms == 0) {
 		struct timespec ts = {0, 1000000};
@@ -76,7 +102,7 @@ static void worker(int id, int cpu, size_t size, int kids, size_t write_bytes, s
 			unsigned long long s = vl_rand(&seed);
 			pid_t p = fork();
 			if (p == 0)
-				child(region, size, write_bytes, priv_bytes, s);
+				child(&j, s);
 			if (p < 0)
 				break;
 			running++;
@@ -93,11 +119,12 @@ static void worker(int id, int cpu, size_t size, int kids, size_t write_bytes, s
 
 int main(int argc, char **argv)
 {
-	long workers = 0, region_mib = 16, kids = 4, write_kib = 256, priv_kib = 256, duration_ms = 5000,
+	long workers = 0, region_mib = 16, family_mib = 0, kids = 4, touch_kib = 0, write_kib = 256, priv_kib = 256, duration_ms = 5000,
 	     tick_ms = 1000;
 	static struct option lo[] = {
-		{"workers", 1, 0, 'w'}, {"region-mib", 1, 0, 'm'}, {"children", 1, 0, 'c'},
-		{"write-kib", 1, 0, 'W'}, {"private-kib", 1, 0, 'p'}, {"duration-ms", 1, 0, 'd'},
+		{"workers", 1, 0, 'w'}, {"region-mib", 1, 0, 'm'}, {"family-mib", 1, 0, 'f'},
+		{"children", 1, 0, 'c'},
+		{"touch-kib", 1, 0, 'T'}, {"write-kib", 1, 0, 'W'}, {"private-kib", 1, 0, 'p'}, {"duration-ms", 1, 0, 'd'},
 		{"tick-ms", 1, 0, 't'}, {0, 0, 0, 0},
 	};
 	int o;
@@ -105,7 +132,9 @@ int main(int argc, char **argv)
 		switch (o) {
 		case 'w': workers = vl_opt_long(PROG, "workers", optarg); break;
 		case 'm': region_mib = vl_opt_long(PROG, "region-mib", optarg); break;
+		case 'f': family_mib = vl_opt_long(PROG, "family-mib", optarg); break;
 		case 'c': kids = vl_opt_long(PROG, "children", optarg); break;
+		case 'T': touch_kib = vl_opt_long(PROG, "touch-kib", optarg); break;
 		case 'W': write_kib = vl_opt_long(PROG, "write-kib", optarg); break;
 		case 'p': priv_kib = vl_opt_long(PROG, "private-kib", optarg); break;
 		case 'd': duration_ms = vl_opt_long(PROG, "duration-ms", optarg); break;
@@ -124,7 +153,9 @@ int main(int argc, char **argv)
 	vl_buf b = vl_record("forkstorm_start");
 	vl_kint(&b, "workers", workers);
 	vl_kint(&b, "region_mib", region_mib);
+	vl_kint(&b, "family_mib", family_mib);
 	vl_kint(&b, "children", kids);
+	vl_kint(&b, "touch_kib", touch_kib);
 	vl_kint(&b, "write_kib", write_kib);
 	vl_kint(&b, "private_kib", priv_kib);
 	vl_kint(&b, "duration_ms", duration_ms);
@@ -140,11 +171,23 @@ int main(int argc, char **argv)
 	pid_t *wp = calloc((size_t)workers, sizeof *wp);
 	int *wstatus = calloc((size_t)workers, sizeof *wstatus);
 	double tp = vl_now_ms(CLOCK_MONOTONIC);
+	struct job j = {.size = (size_t)region_mib << 20, .family_size = (size_t)family_mib << 20,
+			.touch_bytes = (size_t)touch_kib << 10, .write_bytes = (size_t)write_kib << 10,
+			.priv_bytes = (size_t)priv_kib << 10};
+	/* AIM7's tasks all descend from one driver: a region mapped here, before
+	 * the workers fork, makes every process of the storm one anon_vma family
+	 * (one root lock; reclaim's walk of one of its pages visits every
+	 * process mapping it), as the seed's 2.6.32 kept one anon_vma list. */
+	if (family_mib) {
+		j.family = mmap(NULL, j.family_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (j.family == MAP_FAILED)
+			return 1;
+		memset(j.family, 0x5a, j.family_size);
+	}
 	for (long w = 0; w < workers; w++) {
 		wp[w] = fork();
 		if (wp[w] == 0)
-			worker((int)w, (int)(w % ncpu), (size_t)region_mib << 20, (int)kids, (size_t)write_kib << 10,
-			       (size_t)priv_kib << 10, sh);
+			worker((int)w, (int)(w % ncpu), (int)kids, j, sh);
 	}
 	while (sh->ready < workers) {
 		struct timespec ts = {0, 10000000};
