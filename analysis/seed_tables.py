@@ -293,6 +293,18 @@ def _sys_busy(con, rid):
     return None if s is None or u is None or s + u == 0 else 100 * s / (s + u)
 
 
+def _lock_wait_ms(lock: str) -> Callable:
+    """Milliseconds waited for a lock class over the storm (lock_stat's
+    wait-time total, from the run's forkstorm_done record). 6.1's anon_vma
+    lock is a sleeping rwsem: its waiters sleep rather than spin, so the
+    cost shows here more than in system time."""
+    def get(con, rid):
+        r = con.execute("SELECT body FROM records WHERE run_id = ? AND type = 'forkstorm_done'", (rid,)).fetchone()
+        w = ((json.loads(r[0]).get("locks") or {}).get(lock) or {}).get("wait_total_us") if r else None
+        return None if w is None else w / 1e3
+    return get
+
+
 def _fork_notes(con, run_ids) -> list[str]:
     out = []
     for rid in run_ids:
@@ -315,7 +327,9 @@ S002 = Seed(
         Row("jobs", "jobs/min", "jobs/min", fig("forkstorm.jobs_per_min")),
         Row("anon_vma", "anon_vma lock contentions", "contentions", fig("forkstorm.lock_contentions.anon_vma"),
             NEED_LOCKSTAT),
+        Row("anon_vma_wait", "anon_vma lock wait", "ms", _lock_wait_ms("anon_vma"), NEED_LOCKSTAT),
         Row("ptl", "pte lock (ptl) contentions", "contentions", fig("forkstorm.lock_contentions.ptl"), NEED_LOCKSTAT),
+        Row("ptl_wait", "pte lock wait", "ms", _lock_wait_ms("ptl"), NEED_LOCKSTAT),
         Row("spin_lock", "_spin_lock", "% of kernel", stall_share("spin_lock"), NEED_TIMING),
         Row("page_check_address", "page_check_address (6.1: page_vma_mapped_walk)", "% of kernel",
             stall_share("page_vma_mapped_walk", "page_check_address"), NEED_TIMING),

@@ -98,8 +98,8 @@ def kvio_lines(ops: list[float], majflt: list[int], writes: int, swapout: int) -
 def forkstorm_lines(sys_share: float, anon_vma: int | None) -> list[str]:
     out = [metric("forkstorm.sys_share", sys_share, "ratio"), metric("forkstorm.user_share", 0.9 - sys_share, "ratio"),
            metric("forkstorm.jobs_per_min", 600, "jobs/min"), metric("forkstorm.kswapd_s", 1.5, "s")]
-    locks = {} if anon_vma is None else {"locks": {"anon_vma": {"contentions": anon_vma, "wait_total_us": 9.0},
-                                                   "ptl": {"contentions": anon_vma // 2, "wait_total_us": 1.0}}}
+    locks = {} if anon_vma is None else {"locks": {"anon_vma": {"contentions": anon_vma, "wait_total_us": 9000.0},
+                                                   "ptl": {"contentions": anon_vma // 2, "wait_total_us": 1500.0}}}
     return out + [rec("forkstorm_done", jobs=30, jobs_per_min=600, per_worker=[3, 3], **locks)]
 
 
@@ -397,6 +397,8 @@ def test_timing_and_lockstat_rows_only_when_the_runs_have_them(built):
     assert cells(timed, "row")[1:3] == ["rmap-lock-blocking [timing detailed]", "vanilla (lockstat)"]
     assert cells(timed, "_spin_lock")[1:3] == ["75", "-"]
     assert "direction, system time: no two kernels on the same machine, flavor and timing here" in timed
+    # lock_stat's wait totals in ms, from each storm's record (9,000 and 1,500 us)
+    assert cells(timed, "anon_vma lock wait")[1:3] == ["9", "9"] and cells(timed, "pte lock wait")[1:3] == ["1.50"] * 2
     assert (f"top kernel symbols by modeled stall, run {ids['f_timed']} (rmap-lock-blocking, 8 CPUs): "
             "native_queued_spin_lock_slowpath 60.0 %, _raw_spin_lock 15.0 %, clear_page_erms 15.0 %") in timed
     untimed = table(con, "000", seeds.select_runs(con, "000", ids["study"]))
