@@ -61,7 +61,8 @@ def load_all(path: Path = FILE) -> dict[str, Disk]:
                             f"layer is told), got {tab.get('rotational')!r}")
         out[name] = Disk(name, str(tab.get("description", "")),
                          _num(path, name, tab, "read_ns", 0, MAX_NS), _num(path, name, tab, "write_ns", 0, MAX_NS),
-                         _num(path, name, tab, "mbps", 1, MAX_MBPS), _num(path, name, tab, "servers", 1, 1024), tab["rotational"])
+                         _num(path, name, tab, "mbps", 1, MAX_MBPS), _num(path, name, tab, "servers", 1, 1024),
+                         tab["rotational"])
     return out
 
 
