@@ -293,6 +293,13 @@ def _sys_busy(con, rid):
     return None if s is None or u is None or s + u == 0 else 100 * s / (s + u)
 
 
+def _idle(con, rid):
+    """Idle (and iowait) share of all CPU time over the storm: where 6.1's
+    sleeping rwsem waiters go, which 2009's spinning waiters did not."""
+    s, u = fig("forkstorm.sys_share")(con, rid), fig("forkstorm.user_share")(con, rid)
+    return None if s is None or u is None else max(0.0, 100 * (1 - s - u))
+
+
 def _lock_wait_ms(lock: str) -> Callable:
     """Milliseconds waited for a lock class over the storm (lock_stat's
     wait-time total, from the run's forkstorm_done record). 6.1's anon_vma
@@ -321,9 +328,11 @@ S002 = Seed(
     "002_bf44cde862684e03.txt", "forkstorm", ("no trylock (2009)", "trylock patch"),
     {"rmap-lock-blocking": "no trylock (2009)", "rmap-lock-blocking-ptl-trylock": "trylock patch"},
     "vanilla 6.1 is ours alone (it trylocks the anon_vma lock in reclaim, since 6.0); rmap-lock-blocking waits "
-    "for the rmap and pte locks, as in 2009; rmap-lock-blocking-ptl-trylock adds the seed's pte trylock",
+    "for the rmap and pte locks and holds the rmap lock for write, as 2009's spinlocks; "
+    "rmap-lock-blocking-ptl-trylock adds the seed's pte trylock",
     (Table("system time and lock contention, by CPU count", (
         Row("sys", "system time", "% of busy", _sys_busy),
+        Row("idle", "CPU idle", "% of CPU time", _idle),
         Row("jobs", "jobs/min", "jobs/min", fig("forkstorm.jobs_per_min")),
         Row("anon_vma", "anon_vma lock contentions", "contentions", fig("forkstorm.lock_contentions.anon_vma"),
             NEED_LOCKSTAT),

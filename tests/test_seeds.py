@@ -397,6 +397,8 @@ def test_timing_and_lockstat_rows_only_when_the_runs_have_them(built):
     assert cells(timed, "row")[1:3] == ["rmap-lock-blocking [timing detailed]", "vanilla (lockstat)"]
     assert cells(timed, "_spin_lock")[1:3] == ["75", "-"]
     assert "direction, system time: no two kernels on the same machine, flavor and timing here" in timed
+    # idle: what system and user time leave (0.6 + 0.3 of the timed run's time; 0.9 in all)
+    assert cells(timed, "CPU idle")[1] == "10.00"
     # lock_stat's wait totals in ms, from each storm's record (9,000 and 1,500 us)
     assert cells(timed, "anon_vma lock wait")[1:3] == ["9", "9"] and cells(timed, "pte lock wait")[1:3] == ["1.50"] * 2
     assert (f"top kernel symbols by modeled stall, run {ids['f_timed']} (rmap-lock-blocking, 8 CPUs): "
