@@ -184,8 +184,10 @@ def test_guest_programs_refuse_bad_arguments(programs, name, args):
 
 
 def test_forkstorm_children_run_on_the_family_region_and_their_workers(programs):
-    """Natively, no memory pressure: short jobs complete on every worker, with
-    and without the region inherited by every process."""
+    """Natively, no memory pressure: the options are taken and jobs complete
+    on every worker, with and without the region every process inherits (a
+    smoke test: natively, reading a whole 4 MiB region is as quick as a
+    window; the e2e tests show the storm under reclaim)."""
     for family in ("4", "0"):
         r = subprocess.run([str(programs["forkstorm"]), "--workers", "2", "--region-mib", "4", "--family-mib", family,
                             "--children", "2", "--touch-kib", "64", "--write-kib", "16", "--private-kib", "16",
@@ -193,7 +195,7 @@ def test_forkstorm_children_run_on_the_family_region_and_their_workers(programs)
         p = records_of(r.stdout)
         assert p.first("forkstorm_start").body["family_mib"] == int(family)
         done = p.first("forkstorm_done").body
-        # many jobs per worker in 0.3 s: a child reads a 64 KiB window, not its whole region
+        assert p.first("forkstorm_start").body["touch_kib"] == 64
         assert all(j > 20 for j in done["per_worker"]) and done["worker_status"] == [0, 0], r.stderr
 
 

@@ -49,7 +49,8 @@ def test_both_kernels_ran_the_same_storm_on_lock_stat(storm):
         assert live == {f"patch_live.{k}" for k in kimg.components(ps)}
         # the storm ran under reclaim on every worker, and lock_stat saw the seed's lock classes
         assert all(j > 0 for j in done[ps]["per_worker"]) and done[ps]["vmstat"]["pswpout"] > 0
-        assert set(done[ps]["locks"]) >= {"anon_vma", "ptl"}
+        # lock_stat's page-table locks are busy in any storm: a kernel without it would report 0 here
+        assert done[ps]["locks"]["ptl"]["contentions"] > 0
 
 
 def test_the_period_set_contends_on_the_anon_vma_lock(storm):
