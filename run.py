@@ -146,6 +146,11 @@ def build_all(preps):
 def cmd_run(args) -> int:
     from analysis import compare, db, summary
     from pipeline.execute import execute
+    from pipeline.worker import take_stop_signals
+    # A run started in the background by a script has SIGINT ignored, and a
+    # plain SIGTERM would end Python with QEMU (its own session) left running
+    # and the row `running`: both stop the run as Ctrl-C does instead.
+    take_stop_signals()
     preps = prepare_all(args)
     # Several kernels: build what is missing first, so the runs follow each
     # other with the same topology, parameters and seed.

@@ -138,13 +138,17 @@ def test_hanging_guest_is_stopped_by_the_timeout(tmp_path):
     assert run["status"] == "failed" and "timeout" in run["reason"]
 
 
-def test_ctrl_c_aborts_and_leaves_the_database_consistent(tmp_path):
+@pytest.mark.parametrize("sig,inherited", [
+    # a terminal's Ctrl-C (the suite itself may run with SIGINT ignored: give the run the default back)
+    (signal.SIGINT, signal.SIG_DFL),
+    # `kill` of a run a script started in the background (`nohup ./run.py ... &`: SIGINT ignored)
+    (signal.SIGTERM, signal.SIG_IGN),
+], ids=["ctrl-c", "sigterm-background"])
+def test_ctrl_c_aborts_and_leaves_the_database_consistent(tmp_path, sig, inherited):
     cmd = [sys.executable, str(REPO / "run.py"), *SMALL, "--db", str(tmp_path / "r.db"),
            "--runs-dir", str(tmp_path / "runs")]
-    # As a terminal's Ctrl-C would find it: a shell that started the suite in
-    # the background (`... &`) leaves SIGINT ignored, and children inherit that.
     p = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, inherited))
     # Read its output as it comes (a full pipe would stall it) and interrupt
     # once it says the run started (its row is in the database as `running`).
     lines, started = [], threading.Event()
@@ -159,7 +163,7 @@ def test_ctrl_c_aborts_and_leaves_the_database_consistent(tmp_path):
     t.start()
     assert started.wait(timeout=600), "".join(lines)[-2000:]
     time.sleep(3)  # QEMU is booting
-    p.send_signal(signal.SIGINT)
+    p.send_signal(sig)
     p.wait(timeout=60)
     t.join(timeout=10)
     out = "".join(lines)
