@@ -55,8 +55,11 @@ def figures(con, run_id: int, r, params: dict, w) -> None:
     b = json.loads(done["body"])
     v = b.get("vmstat", {})
     busy = (b.get("user_s") or 0) + (b.get("sys_s") or 0)
+    family = params.get("family_mib") or 0
     w(f"\nfork storm: {params.get('workers')} workers x {params.get('children')} children over "
-      f"{params.get('region_mib')} MiB regions each, {b.get('elapsed_ms', 0) / 1e3:.1f} guest s:")
+      f"{params.get('region_mib')} MiB regions each"
+      + (f" and a {family} MiB region every process inherits" if family else "")
+      + f", {b.get('elapsed_ms', 0) / 1e3:.1f} guest s:")
     w(f"  {b.get('jobs')} jobs = {b.get('jobs_per_min', 0):.0f} jobs/min; CPU time (/proc/stat) user "
       f"{b.get('user_s', 0):.2f} s, system {b.get('sys_s', 0):.2f} s"
       + (f" ({100 * b.get('sys_s', 0) / busy:.0f} % of busy time)" if busy else "")
