@@ -174,7 +174,7 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
     conf = (f"VMLAB_EXP={exp.name}\nVMLAB_CMD={shlex.quote(plan.command)}\n"
             f"VMLAB_SWAP={swap_dev}\nVMLAB_DATA={data_dev}\nVMLAB_SEED={spec.seed}\n")
     knobs = "".join(f"{name} {path} {value}\n" for name, path, value in plan.knobs() + solid_state_knobs(
-        prep.disk_model, [swap_dev if swap_img else "", data_dev]))
+        prep.disk_model, [swap_dev, data_dev]))
     initrd = rdir / "initramfs.cpio"
     initrd.write_bytes(userland + initramfs.run_archive({"run.conf": conf, "knobs": knobs}))
 
