@@ -54,8 +54,9 @@ def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "", data_dev:
                       "as L1I hits at 1 instruction per cycle" if timing == "detailed" else
                       "; instruction counts and basic-block vectors only"))
     if qemu_mode == "icount":
-        out.append("guest time = per-vCPU clocks (instructions at the topology clock + stalls), interleaved in a "
-                   "quantum; a plain store by one vCPU can be seen by another up to a quantum late"
+        out.append("guest time = per-vCPU clocks (instructions at the topology clock, x86 PAUSE at its "
+                   "latency, + stalls), interleaved in a quantum; a plain store by one vCPU can be seen by "
+                   "another up to a quantum late"
                    + ("; swap disk I/O completes in host time, so the run repeats only up to disk timing, "
                       "and disk latency is not modeled" if swap_dev.startswith("/dev/") and not disk_modeled
                       else "; deterministic, but for a rare divergence on multi-vCPU guests when the host cuts a "
@@ -160,6 +161,11 @@ def _vcpu_clocks(con, run_id: int, w) -> None:
     w(f"vCPUs:   {len(rows)} clocks at exit; {total / 1e9:.2f} G instructions in all, the busiest (CPU "
       f"{busiest['cpu']}) {busiest['insns'] / 1e9:.2f} G, its clock {busiest['clock_ps'] / 1e12:.3f} s with "
       f"{busiest['stall_ps'] / 1e12:.3f} s of model stalls")
+    m = _metrics(con, run_id)
+    if "engine.pauses" in m:
+        w(f"         spin-waits: {m['engine.pauses']:,.0f} PAUSEs (spin-loop turns) in all, "
+          f"{m.get('engine.pause_cpu_s', 0):.3f} CPU-s at the topology's PAUSE latency; "
+          f"{m.get('engine.slices', 0):,.0f} slices")
 
 
 def render(con, run_id: int) -> str:

@@ -77,7 +77,8 @@ def clock_args(topo, mode: str, quantum_ns: int = QUANTUM_NS, vcpu_clocks: bool 
         return ["-icount", "shift=0,sleep=off", "-rtc", f"{RTC},clock=vm"]
     if mode == "icount":
         return ["-icount", f"shift=0,sleep=off,vcpu-clock=on,cycle-ps={cycle_ps(topo)},"
-                f"quantum-ns={check_quantum(quantum_ns)}", "-rtc", f"{RTC},clock=vm"]
+                f"pause-cycles={topo.pause_cycles},quantum-ns={check_quantum(quantum_ns)}",
+                "-rtc", f"{RTC},clock=vm"]
     return ["-accel", "tcg,thread=multi", "-rtc", f"{RTC},clock=host"]
 
 
@@ -87,6 +88,7 @@ def clock_model(topo, mode: str, quantum_ns: int, stalls: bool, vcpu_clocks: boo
         return "upstream icount: one instruction counter for every vCPU, 1 instruction = 1 ns"
     if mode == "icount":
         return (f"per-vCPU clocks: {cycle_ps(topo)} ps per instruction ({topo.clock_ghz} GHz, 1 IPC), "
+                f"PAUSE {topo.pause_cycles} cycle{'s' if topo.pause_cycles != 1 else ''}, "
                 f"quantum {quantum_ns} ns, model stalls {'charged' if stalls else 'not charged'}")
     return "host time (mttcg): not repeatable, blind to the topology"
 
@@ -225,6 +227,20 @@ def vcpu_clocks(qemu_log: Path) -> list[tuple[int, int, int, int]]:
     except OSError:
         return []
     return [tuple(map(int, m.groups())) for m in VCPU_CLOCK.finditer(text)]
+
+
+SCHED_COUNTS = re.compile(r"^vmlab-clock: slices (\d+) pauses (\d+) pauses_kept (\d+)$", re.M)
+
+
+def sched_counts(qemu_log: Path) -> dict[str, int]:
+    """The round-robin scheduler's counts at exit (patch 0007): slices picked,
+    x86 PAUSEs run by all vCPUs (spin-loop turns), and those that kept their
+    slice; empty if QEMU did not print them."""
+    try:
+        m = SCHED_COUNTS.search(qemu_log.read_text(errors="replace"))
+    except OSError:
+        return {}
+    return dict(zip(("slices", "pauses", "pauses_kept"), map(int, m.groups()))) if m else {}
 
 
 def supervise(cmd: list[str], console: Path, qemu_log: Path, boot_timeout: float, run_timeout: float,

@@ -63,6 +63,9 @@ class QemuEngine:
     def vcpu_clocks(self, log: Path) -> list[tuple[int, int, int, int]]:
         return qemu.vcpu_clocks(log)
 
+    def sched_counts(self, log: Path) -> dict[str, int]:
+        return qemu.sched_counts(log)
+
 
 ENGINES = {"vmlab": lambda: QemuEngine(True), "debian": lambda: QemuEngine(False)}
 

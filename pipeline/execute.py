@@ -139,7 +139,7 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
     with the same bytes); live: an object with record(r) and tick() for
     progress (analysis.summary.LiveProgress by default)."""
     from analysis import db, records, summary
-    from analysis.rows import insert
+    from analysis.rows import insert, metric
     from analysis.runrow import RunEnd, RunStart
     from images import initramfs
 
@@ -241,6 +241,12 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
         clocks = prep.engine.vcpu_clocks(qlog)
         extras = [lambda c: insert(c, "vcpu_clocks", [{"run_id": run_id, "cpu": cpu, "insns": n, "stall_ps": st,
                                                        "clock_ps": ps} for cpu, n, st, ps in clocks])]
+        sched = prep.engine.sched_counts(qlog)
+        if sched:
+            # every PAUSE costs the topology's pause_cycles: guest CPU time spent spin-waiting
+            sched["pause_cpu_s"] = sched["pauses"] * topo.pause_cycles * qemu.cycle_ps(topo) / 1e12
+            extras.append(lambda c: [metric(c, run_id, f"engine.{k}", v, "s" if k.endswith("_s") else "count")
+                                     for k, v in sched.items()])
         if timing_out is not None and timing_out.exists():
             from analysis import timing as timing_db
             res = timing.load_results(timing_out)

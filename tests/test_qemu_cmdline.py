@@ -24,8 +24,8 @@ def test_gs1280_32_command_line_gives_the_guest_the_torus():
     assert "dist,src=0,dst=7,val=13" in dist  # wrap-around neighbour
     assert opts(cmd, "-smp") == ["32,sockets=32,cores=1,threads=1"]
     assert opts(cmd, "-m") == ["2048M"]
-    # per-vCPU clocks at the EV7's 1.15 GHz: 870 ps per instruction
-    assert opts(cmd, "-icount") == ["shift=0,sleep=off,vcpu-clock=on,cycle-ps=870,quantum-ns=1000"]
+    # per-vCPU clocks at the EV7's 1.15 GHz: 870 ps per instruction; no spin-wait hint
+    assert opts(cmd, "-icount") == ["shift=0,sleep=off,vcpu-clock=on,cycle-ps=870,pause-cycles=1,quantum-ns=1000"]
     assert opts(cmd, "-rtc")[0].endswith("clock=vm")
     assert "hmat-lb,initiator=0,target=20,hierarchy=memory,data-type=access-latency,latency=202" in hmat
     assert any("virtio-blk-pci" in o for o in opts(cmd, "-device"))
@@ -44,10 +44,11 @@ def test_sockets_topology_and_mttcg():
 
 
 def test_quantum_and_cycle_follow_the_run_and_the_topology():
-    t = T.load("x86-2s")  # 2.5 GHz: 400 ps per instruction
+    t = T.load("x86-2s")  # 2.5 GHz: 400 ps per instruction; Cascade Lake's PAUSE: 140 cycles
     cmd = qemu.command_line(t, Path("k"), Path("i"), binary=Path("q"), quantum_ns=250)
-    assert opts(cmd, "-icount") == ["shift=0,sleep=off,vcpu-clock=on,cycle-ps=400,quantum-ns=250"]
+    assert opts(cmd, "-icount") == ["shift=0,sleep=off,vcpu-clock=on,cycle-ps=400,pause-cycles=140,quantum-ns=250"]
     assert "quantum 250 ns" in qemu.clock_model(t, "icount", 250, True)
+    assert "PAUSE 140 cycles" in qemu.clock_model(t, "icount", 250, True)
     for bad in (0, -5, 1.5, float("nan"), float("inf"), 10**9, True):
         with pytest.raises(qemu.EngineError, match="--quantum-ns"):
             qemu.command_line(t, Path("k"), Path("i"), binary=Path("q"), quantum_ns=bad)

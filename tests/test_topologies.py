@@ -309,3 +309,17 @@ def test_huge_lists_are_refused_in_one_short_line(tmp_path):
     msg = refused(tmp_path, torus(1, [1] * 100_000), "interconnect.dims", "got list of 100000 entries")
     msg2 = refused(tmp_path, sockets(4, [[0, 1]] * 100_000), "interconnect.links", "at most 6 links for 4 sockets")
     assert time.monotonic() - t0 < 5 and "got 100000" in msg2 and len(msg) < 400
+
+
+@pytest.mark.parametrize("value, expect", [
+    ("0", "1 to 100000"), ("100001", "1 to 100000"), ("1.5", "whole number of cycles"), ('"140"', "whole number"),
+])
+def test_pause_cycles_is_checked_and_defaults_to_an_ordinary_instruction(tmp_path, value, expect):
+    refused(tmp_path, GOOD.replace("clock_ghz = 1.0", f"clock_ghz = 1.0\npause_cycles = {value}"),
+            "cpu.pause_cycles", expect)
+    assert T.parse(GOOD, tmp_path / "ok.toml").pause_cycles == 1
+    assert T.parse(GOOD.replace("clock_ghz = 1.0", "clock_ghz = 1.0\npause_cycles = 140"),
+                   tmp_path / "ok.toml").pause_cycles == 140
+    # Cascade Lake-SP's PAUSE on every shipped x86 machine; the EV7 has no spin-wait hint
+    assert all(T.load(n).pause_cycles == 140 for n in T.available() if n.startswith("x86-"))
+    assert T.load("gs1280-32").pause_cycles == 1

@@ -15,19 +15,21 @@ PS = 870          # EV7 cycle
 Q = 1000 * 1000   # 1 us quantum, in ps
 
 
-def header_from_patch() -> str:
-    """The new file's '+' lines in patch 0003."""
-    text = next(p for p in qemu_build.series() if p.name.startswith("0003")).read_text()
-    part = text.split("+++ b/include/qemu/vmlab-sched.h\n", 1)[1].split("\ndiff --git", 1)[0]
+def header_from_patch(number: str = "0003", path: str = "include/qemu/vmlab-sched.h") -> str:
+    """A new file's '+' lines in a patch of the series."""
+    text = next(p for p in qemu_build.series() if p.name.startswith(number)).read_text()
+    part = text.split(f"+++ b/{path}\n", 1)[1].split("\ndiff --git", 1)[0]
     lines = part.splitlines()[1:]  # drop the @@ line
-    assert all(ln.startswith("+") for ln in lines), "vmlab-sched.h must be a new file in the patch"
+    assert all(ln.startswith("+") for ln in lines), f"{path} must be a new file in patch {number}"
     return "\n".join(ln[1:] for ln in lines) + "\n"
 
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
     d = tmp_path_factory.mktemp("sched")
-    (d / "vmlab-sched.h").write_text(header_from_patch())
+    (d / "qemu").mkdir()
+    (d / "qemu" / "vmlab-sched.h").write_text(header_from_patch())
+    (d / "qemu" / "vmlab-pause.h").write_text(header_from_patch("0007", "include/qemu/vmlab-pause.h"))
     out = d / "sched.so"
     subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", f"-I{d}", "-o", str(out),
                     str(HERE / "c" / "vcpu_sched_harness.c")], check=True)
@@ -40,6 +42,9 @@ def lib(tmp_path_factory):
     lib.target.argtypes = [i64, i64, i64, i64]
     lib.budget.argtypes = [i64, i64, i64]
     lib.max_slice.restype = i64
+    lib.pause_keeps.restype = ctypes.c_int
+    lib.pause_keeps.argtypes = [ctypes.POINTER(i64), ctypes.c_char_p, ctypes.c_int, ctypes.c_int, i64, i64, i64,
+                                ctypes.POINTER(i64)]
     return lib
 
 
@@ -130,3 +135,60 @@ def test_a_stalled_vcpu_sits_out_until_the_others_catch_up(lib):
     stalled_at, clocks = picks[again][1][0], picks[again][1]
     assert stalled_at > 20 * Q and min(clocks[1], clocks[2]) >= stalled_at
     assert again - 1 >= 10     # the two others leapfrog ~2 quanta a slice
+
+
+def pause_keeps(lib, clocks, active, self, mine, g, target):
+    """At a PAUSE of vCPU `self` (its clock now `mine`): (keeps, second)."""
+    n = len(clocks)
+    second = ctypes.c_int64(-1)
+    r = lib.pause_keeps((ctypes.c_int64 * n)(*clocks), bytes(int(a) for a in active), n, self, mine, g, target,
+                        ctypes.byref(second))
+    assert r in (0, 1)
+    return bool(r), second.value
+
+
+def test_a_spinner_keeps_its_slice_while_it_is_still_furthest_behind(lib):
+    # vCPU 1 picked at 1000 (the others at 3000 and 8000): at 2500 it is still behind everyone
+    assert pause_keeps(lib, [3000, 1000, 8000], [1, 1, 1], 1, 2500, 1000, 3000 + Q) == (True, 3000)
+    # past vCPU 0's clock: the pick would run vCPU 0 now
+    assert pause_keeps(lib, [3000, 1000, 8000], [1, 1, 1], 1, 3001, 1000, 3000 + Q)[0] is False
+    # level with vCPU 0, which comes first in the list: vCPU 0 wins the tie; vCPU 2 would not
+    assert pause_keeps(lib, [3000, 1000, 8000], [1, 1, 1], 1, 3000, 1000, 3000 + Q)[0] is False
+    assert pause_keeps(lib, [5000, 1000, 3000], [1, 1, 1], 1, 3000, 1000, 3000 + Q) == (True, 3000)
+    # its slice's target reached: the slice ends whatever the others do
+    assert pause_keeps(lib, [9000, 1000], [1, 1], 1, 9000 - 1, 1000, 9000 - 1)[0] is False
+
+
+def test_a_spinner_alone_keeps_its_slice_and_a_woken_vcpu_counts_at_the_machines_time(lib):
+    # the others halted: it spins on alone (no next vCPU: the pick's cap applies)
+    assert pause_keeps(lib, [50, 1000, 60], [0, 1, 0], 1, 4000, 1000, 10**12) == (True, 2**63 - 1)
+    # vCPU 0 woken during the slice (say by this vCPU's IPI): it resumes at the machine's time
+    # (1000), behind the spinner, so the spinner yields to it
+    assert pause_keeps(lib, [50, 1000, 60], [1, 1, 0], 1, 4000, 1000, 10**12)[0] is False
+    # a vCPU that halted ahead of the spinner and woke keeps its own clock: no reason to yield
+    assert pause_keeps(lib, [9000, 1000], [1, 1], 1, 4000, 1000, 10**12) == (True, 9000)
+
+
+def test_pause_keeps_exactly_when_the_pick_would_choose_the_spinner_again(lib):
+    """The property patch 0007 rests on: for any clocks, activity and spinner,
+    keeping the slice at a PAUSE is the pick's own answer."""
+    import random
+    rnd = random.Random(7)
+    for _ in range(3000):
+        n = rnd.randint(1, 9)
+        clocks = [rnd.choice([rnd.randrange(0, 5000), 2000, 3000]) for _ in range(n)]
+        active = [rnd.random() < 0.7 for _ in range(n)]
+        self = rnd.randrange(n)
+        active[self] = True
+        g = min([c for c, a in zip(clocks, active) if a] + [rnd.randrange(0, 5000)])
+        mine = max(g, clocks[self]) + rnd.choice([0, 1, rnd.randrange(0, 3000)])
+        target = mine + rnd.choice([-1, 0, 1, Q])
+        keeps, second = pause_keeps(lib, clocks, active, self, mine, g, target)
+        after = list(clocks)
+        after[self] = mine
+        m = Machine(lib, after, active)
+        m.g = g
+        best, pick_second = m.pick()
+        assert keeps == (best == self and mine < target), (clocks, active, self, mine, g, target)
+        if keeps:
+            assert second == pick_second

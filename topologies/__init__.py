@@ -69,6 +69,9 @@ QEMU_HMAT_MAX_ENTRY = 65534
 # 1000 / clock_ghz, so the clock is 0.001 to 1000 GHz.
 QEMU_MAX_CYCLE_PS = 1_000_000
 MIN_CLOCK_GHZ, MAX_CLOCK_GHZ = 1000 / QEMU_MAX_CYCLE_PS, 1000.0
+# Our QEMU's PAUSE cost (configs/qemu-patches/0007-pause-costs-its-latency.patch:
+# "icount: pause-cycles must be 1..100000").
+QEMU_MAX_PAUSE_CYCLES = 100_000
 X86_MAX_NODES = min(X86_MAX_NUMNODES, QEMU_MAX_NODES)
 X86_MAX_CPUS = min(X86_NR_CPUS, QEMU_Q35_MAX_CPUS)
 # A torus of at most X86_MAX_NODES nodes has at most log2 of that many
@@ -132,6 +135,10 @@ class Topology:
     notes: str = ""
     hops: list[list[int]] = field(default_factory=list)
     disk: str = ""           # a model in topologies/disks.toml for swap and data disks
+    # Guest cycles a spin-wait hint (x86 PAUSE) takes: every kernel spin loop
+    # runs one per turn, so it sets how fast a waiter spins. 1 = an ordinary
+    # instruction (a CPU without such a hint, as the Alpha EV7).
+    pause_cycles: int = 1
 
     # --- derived -----------------------------------------------------------
     @property
@@ -421,6 +428,9 @@ def parse(text: str, path: Path) -> Topology:
     clock = r.get("cpu.clock_ghz", NUM, check=lambda v: MIN_CLOCK_GHZ <= v <= MAX_CLOCK_GHZ,
                   expected=f"{MIN_CLOCK_GHZ:g} to {MAX_CLOCK_GHZ:g} GHz (our QEMU's per-vCPU clock takes 1 to "
                            f"{QEMU_MAX_CYCLE_PS} ps per instruction)")
+    pause = r.get("cpu.pause_cycles", int, required=False, default=1,
+                  check=lambda v: 1 <= v <= QEMU_MAX_PAUSE_CYCLES,
+                  expected=f"a whole number of cycles from 1 to {QEMU_MAX_PAUSE_CYCLES} (1: no spin-wait hint)")
     caches = []
     cache_tab = r.get("caches", dict, expected="a table of caches, e.g. [caches.l1d]")
     for cname in cache_tab:
@@ -443,7 +453,8 @@ def parse(text: str, path: Path) -> Topology:
         link_bandwidth_gbps=float(lbw), clock_ghz=float(clock), caches=tuple(caches),
         sources=tuple(sources), notes=r.get("notes", str, required=False, default=""), hops=hops,
         disk=r.get("disk.model", str, required=False, default="", check=lambda v: v in _disk_names(),
-                   expected=f"a disk model of topologies/disks.toml ({', '.join(_disk_names())})"))
+                   expected=f"a disk model of topologies/disks.toml ({', '.join(_disk_names())})"),
+        pause_cycles=int(pause))
 
 
 @functools.lru_cache(maxsize=1)  # every topology load checks against it; the file is read once

@@ -1,7 +1,8 @@
-/* ctypes harness over our QEMU's scheduler arithmetic (vmlab-sched.h, taken
- * out of configs/qemu-patches/0003 by tests/test_vcpu_sched.py). */
+/* ctypes harness over our QEMU's scheduler arithmetic (vmlab-sched.h and
+ * vmlab-pause.h, taken out of configs/qemu-patches/0003 and 0007 by
+ * tests/test_vcpu_sched.py). */
 #include <stdint.h>
-#include "vmlab-sched.h"
+#include "qemu/vmlab-pause.h"
 
 int pick(int64_t *clocks, const unsigned char *active, int n, int64_t *g, int64_t *second)
 {
@@ -27,3 +28,16 @@ int64_t budget(int64_t clock, int64_t target_ps, int64_t cycle)
 }
 
 int64_t max_slice(void) { return VL_MAX_SLICE_PS; }
+
+
+int pause_keeps(const int64_t *clocks, const unsigned char *active, int n, int self, int64_t mine,
+                int64_t g, int64_t target_ps, int64_t *second)
+{
+    VlSchedCpu c[64];
+    if (n > 64) return -2;
+    for (int i = 0; i < n; i++) {
+        c[i].clock_ps = clocks[i];
+        c[i].active = active[i];
+    }
+    return vl_sched_pause_keeps(c, n, self, mine, g, target_ps, second);
+}
