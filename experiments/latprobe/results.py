@@ -58,7 +58,21 @@ def rows(con, run_id: int):
     return chase, pingpong
 
 
+def pause_turn(con, run_id: int):
+    """(guest ns per spin-loop turn, ns the topology gives a PAUSE) or None."""
+    rec = con.execute("SELECT body FROM records WHERE run_id = ? AND type = 'pause'", (run_id,)).fetchone()
+    if not rec:
+        return None
+    r = con.execute("SELECT topology, topology_toml FROM runs WHERE id = ?", (run_id,)).fetchone()
+    topo = topologies.parse(r["topology_toml"], Path(f"{r['topology']}.toml"))
+    return json.loads(rec["body"])["ns_per_turn"], topo.pause_cycles * 1000.0 / topo.clock_ghz / 1000.0
+
+
 def figures(con, run_id: int, r, params: dict, w) -> None:
+    pt = pause_turn(con, run_id)
+    if pt:
+        w(f"\nlatprobe: a spin-loop turn (cpu_relax(): x86 PAUSE) took {pt[0]:.2f} guest ns; the topology's "
+          f"PAUSE is {pt[1]:.2f} ns (pause_cycles at its clock; the loop's own instructions add a few cycles)")
     if not con.execute("SELECT 1 FROM timing_run WHERE run_id = ? AND mode = 'detailed'", (run_id,)).fetchone():
         w("\nlatprobe: run with --timing detailed to compare the model with the topology")
         return
