@@ -19,6 +19,7 @@ from typing import Callable
 
 import topologies
 from analysis import compare
+from analysis.rows import metrics as run_metrics
 
 
 @dataclass(frozen=True)
@@ -312,6 +313,13 @@ def _lock_wait_ms(lock: str) -> Callable:
     return get
 
 
+def _spin_wait_s(con, rid):
+    """Guest CPU seconds in x86 PAUSE over the whole run (engine.pause_cpu_s:
+    every spin-loop turn at the topology's latency). Boot spins alike on every
+    kernel of a machine, so the difference between kernels is the storm's."""
+    return run_metrics(con, rid).get("engine.pause_cpu_s")
+
+
 def _fork_notes(con, run_ids) -> list[str]:
     out = []
     for rid in run_ids:
@@ -343,6 +351,7 @@ S002 = Seed(
         Row("page_check_address", "page_check_address (6.1: page_vma_mapped_walk)", "% of kernel",
             stall_share("page_vma_mapped_walk", "page_check_address"), NEED_TIMING),
         Row("kswapd", "kswapd CPU time", "s", fig("forkstorm.kswapd_s")),
+        Row("spin_wait", "spin-wait (PAUSE) time, whole run", "CPU-s", _spin_wait_s),
     ), (Headline("sys", "system time", +1, "the trylock lowers it"),
         Headline("anon_vma", "anon_vma contention", +1, "the trylock lowers it"))),),
     by_machine=True, notes=_fork_notes)
