@@ -1,4 +1,5 @@
 import math
+from pathlib import Path
 
 import pytest
 
@@ -323,3 +324,5 @@ def test_pause_cycles_is_checked_and_defaults_to_an_ordinary_instruction(tmp_pat
     # Cascade Lake-SP's PAUSE on every shipped x86 machine; the EV7 has no spin-wait hint
     assert all(T.load(n).pause_cycles == 140 for n in T.available() if n.startswith("x86-"))
     assert T.load("gs1280-32").pause_cycles == 1
+    alpha = (Path(T.__file__).parent / "es-clipper-4.toml").read_text().replace("[cpu]\n", "[cpu]\npause_cycles = 10\n")
+    refused(tmp_path, alpha, "cpu.pause_cycles", "1 on an alpha guest")

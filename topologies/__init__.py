@@ -431,6 +431,10 @@ def parse(text: str, path: Path) -> Topology:
     pause = r.get("cpu.pause_cycles", int, required=False, default=1,
                   check=lambda v: 1 <= v <= QEMU_MAX_PAUSE_CYCLES,
                   expected=f"a whole number of cycles from 1 to {QEMU_MAX_PAUSE_CYCLES} (1: no spin-wait hint)")
+    if guest_isa != "x86_64" and pause != 1:
+        # only the x86 PAUSE is priced (patch 0007): elsewhere the field would do nothing
+        raise TopologyError(path, "cpu.pause_cycles", f"1 on an {guest_isa} guest (its cpu_relax() has no PAUSE "
+                                                      f"to price), got {pause}")
     caches = []
     cache_tab = r.get("caches", dict, expected="a table of caches, e.g. [caches.l1d]")
     for cname in cache_tab:
