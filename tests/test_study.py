@@ -214,7 +214,7 @@ def test_a_task_that_finished_after_the_coordinator_died_is_adopted(tmp_path):
     con = db.connect(tmp_path / "study.db")
     sid = runner.register(con, s)
     # what a local task leaves in its directory when it outlives the coordinator
-    wd = tmp_path / "work" / f"study-{sid}" / s.runs[0].key
+    wd = runner.work_root(tmp_path / "study.db", sid) / s.runs[0].key
     wd.mkdir(parents=True)
     worker_db(wd / "run.db", s.runs[0].key)
     pool = FakePool(tmp_path)
@@ -222,6 +222,25 @@ def test_a_task_that_finished_after_the_coordinator_died_is_adopted(tmp_path):
     assert s.runs[0].key not in pool.submitted and not wd.exists()
     assert any("adopted" in line for line in t.lines)
     assert con.execute("SELECT COUNT(*) FROM runs WHERE run_key = ?", (s.runs[0].key,)).fetchone()[0] == 1
+
+
+def test_a_study_in_another_database_beside_it_leaves_its_running_tasks_alone(tmp_path):
+    """Two studies whose databases share a folder are both study 1 in their
+    own file; the second one starting must not adopt, kill or delete the
+    first one's task directories (2026-11-25: it killed two running guests)."""
+    s = study.load(write(tmp_path, BASE))
+    sid = runner.register(db.connect(tmp_path / "a.db"), s)
+    assert runner.work_root(tmp_path / "a.db", sid) != runner.work_root(tmp_path / "b.db", sid)
+    wd = runner.work_root(tmp_path / "a.db", sid) / s.runs[0].key
+    wd.mkdir(parents=True)
+    worker_db(wd / "run.db", s.runs[0].key)      # a's task, finished but not yet merged
+    other = study.load(write(tmp_path, BASE.replace('name = "', 'name = "other-', 1)))
+    sid_b, _ = runner.execute(other, tmp_path / "b.db", FakePool(tmp_path))
+    assert sid_b == sid and wd.exists() and (wd / "run.db").exists()
+    assert db.connect(tmp_path / "b.db").execute("SELECT COUNT(*) FROM runs").fetchone()[0] == len(other.runs)
+    # a's own coordinator still adopts it
+    _, t = runner.execute(s, tmp_path / "a.db", FakePool(tmp_path))
+    assert any("adopted" in line for line in t.lines) and not wd.exists()
 
 
 def test_stop_signals_are_taken_even_when_sigint_was_ignored(tmp_path):
