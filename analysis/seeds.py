@@ -342,7 +342,15 @@ def _direction(s, h, row: Row, ours: dict, keys, base, pub: dict) -> list[str]:
             if s.columns.index(c0) > s.columns.index(c1):
                 seed += f", in the seed's order {pct(p1[0], p0[0])} {c1}→{c0}"
         elif h.expect:
-            want, seed = h.expect, f"seed: no figure for both sides; it says {h.claim}"
+            # h.expect is the sign from fixed to pathological: a pair from the
+            # seed's pathological column to its fix goes the other way, vanilla
+            # (the fixed side, ours alone) to the pathological column this way,
+            # and vanilla to the fix is no pair the seed spoke of
+            seed = f"seed: no figure for both sides; it says {h.claim}"
+            if c0 and c1:
+                want = h.expect if s.columns.index(c0) > s.columns.index(c1) else -h.expect
+            else:
+                want = h.expect if c1 == s.columns[0] and not c0 else None
         else:
             want, seed = None, "seed: no figure for this pair"
         a, z = ours.get(b), ours.get(k)
