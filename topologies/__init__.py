@@ -69,7 +69,7 @@ QEMU_HMAT_MAX_ENTRY = 65534
 # 1000 / clock_ghz, so the clock is 0.001 to 1000 GHz.
 QEMU_MAX_CYCLE_PS = 1_000_000
 MIN_CLOCK_GHZ, MAX_CLOCK_GHZ = 1000 / QEMU_MAX_CYCLE_PS, 1000.0
-# Our QEMU's PAUSE cost (configs/qemu-patches/0007-pause-costs-its-latency.patch:
+# Our QEMU's PAUSE cost (configs/qemu-patches/0007-pause-costs-its-latency-and-keeps-the-slice.patch:
 # "icount: pause-cycles must be 1..100000").
 QEMU_MAX_PAUSE_CYCLES = 100_000
 X86_MAX_NODES = min(X86_MAX_NUMNODES, QEMU_MAX_NODES)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import timing
 import topologies
+from configs import qemu
 from experiments import facts
 
 QUERY_TABLE = "timing_phases"
@@ -65,7 +66,8 @@ def pause_turn(con, run_id: int):
         return None
     r = con.execute("SELECT topology, topology_toml FROM runs WHERE id = ?", (run_id,)).fetchone()
     topo = topologies.parse(r["topology_toml"], Path(f"{r['topology']}.toml"))
-    return json.loads(rec["body"])["ns_per_turn"], topo.pause_cycles * 1000.0 / topo.clock_ghz / 1000.0
+    # the engine's own cycle (rounded to whole ps), not the clock's exact period
+    return json.loads(rec["body"])["ns_per_turn"], topo.pause_cycles * qemu.cycle_ps(topo) / 1000.0
 
 
 def figures(con, run_id: int, r, params: dict, w) -> None:
