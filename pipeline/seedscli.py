@@ -22,6 +22,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--db", default="results.db")
     p.add_argument("--workers", type=int, default=None, help="local pool size (default: one per core)")
     p.add_argument("--dask", metavar="ADDRESS", help="run on an existing Dask cluster")
+    p.add_argument("--topology", action="append", metavar="NAME",
+                   help="run only the blocks' runs on this machine (repeatable), e.g. the x86 columns again after "
+                        "an engine change; the tables still show every ok run of the study")
     p.add_argument("--table-only", action="store_true", help="print the tables from the database; run nothing")
     a = p.parse_args(argv)
     dbpath = Path(a.db).resolve()
@@ -33,6 +36,7 @@ def main(argv: list[str]) -> int:
         if a.seeds and not groups:
             print(f"error: studies/seeds.toml: no [[matrix]] block for seed(s) {' '.join(a.seeds)}", file=sys.stderr)
             return 2
-        sid, _ = studycli.run(SEEDS_STUDY, dbpath, groups=groups, workers=a.workers, dask=a.dask, report=False)
+        sid, _ = studycli.run(SEEDS_STUDY, dbpath, groups=groups, workers=a.workers, dask=a.dask, report=False,
+                              topologies=a.topology)
         args += ["--study", str(sid)]
     return seeds.main(args)

@@ -189,9 +189,12 @@ def _expand(path: Path, g: dict, planned: dict, total: int) -> int:
     return total
 
 
-def load(path: Path | str, groups: list[str] | None = None) -> Study:
+def load(path: Path | str, groups: list[str] | None = None, topologies: list[str] | None = None) -> Study:
     """groups: only the [[matrix]] blocks with these names (e.g. one seed of
-    studies/seeds.toml)."""
+    studies/seeds.toml); topologies: only their runs on these machines (by
+    topology name), e.g. the x86 columns again after an engine change that
+    leaves the Alpha guests' runs as they were. Positions stay the full
+    plan's, so a filtered and a whole run of one study order alike."""
     path = Path(path)
     try:
         text = path.read_text()
@@ -219,5 +222,13 @@ def load(path: Path | str, groups: list[str] | None = None) -> Study:
         chosen_groups = [g for g in chosen_groups if g["name"] in groups]
     for g in chosen_groups:
         total = _expand(path, g, planned, total)
+    runs = list(planned.values())
+    if topologies is not None:
+        have = sorted({r.prep.topo.name for r in runs})
+        for want in topologies:
+            if want not in have:
+                raise InputError(f"{path}: no run on topology {want!r} in the chosen blocks (their machines: "
+                                 f"{', '.join(have) or 'none'})")
+        runs = [r for r in runs if r.prep.topo.name in topologies]
     return Study(name.strip(), description, path, text, hashlib.sha256(text.encode()).hexdigest(),
-                 list(planned.values()))
+                 runs)

@@ -81,7 +81,7 @@ class Progress:
 
 
 def run(study_path, dbpath: Path, groups=None, workers=None, dask=None, retries=2, rerun=False,
-        report=True) -> tuple[int, bool]:
+        report=True, topologies=None) -> tuple[int, bool]:
     """Load, run what is missing, print the tally (and write the report);
     (study id, every run ok). Bad input exits 2 before anything runs."""
     from analysis import db
@@ -91,7 +91,7 @@ def run(study_path, dbpath: Path, groups=None, workers=None, dask=None, retries=
     if not 0 <= retries <= 10:
         fail(f"--retries: expected 0 to 10, got {retries}")
     try:
-        st = study_mod.load(study_path, groups)
+        st = study_mod.load(study_path, groups, topologies)
     except InputError as e:
         fail(str(e))
     if dask:

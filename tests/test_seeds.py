@@ -480,6 +480,7 @@ def test_seeds_command_runs_every_block_of_a_seed(monkeypatch, tmp_path, capsys)
 
     def run(path, dbpath, groups=None, **kw):
         asked["groups"] = groups
+        asked["topologies"] = kw.get("topologies")
         return 7, None
 
     monkeypatch.setattr(studycli, "run", run)
@@ -487,7 +488,9 @@ def test_seeds_command_runs_every_block_of_a_seed(monkeypatch, tmp_path, capsys)
     assert seedscli.main(["004", "--db", str(tmp_path / "r.db")]) == 0
     assert asked["groups"] == seeds.block_names(seedscli.SEEDS_STUDY.read_text(), "004")
     assert asked["groups"][0] == "004" and len(asked["groups"]) >= 2
-    assert asked["tables"][-2:] == ["--study", "7"]
+    assert asked["tables"][-2:] == ["--study", "7"] and asked["topologies"] is None
+    assert seedscli.main(["000", "--topology", "x86-1s-2c", "--db", str(tmp_path / "r.db")]) == 0
+    assert asked["topologies"] == ["x86-1s-2c"] and asked["groups"] == ["000"]
     study = tmp_path / "s.toml"
     study.write_text('name = "x"\n[[matrix]]\nname = "001"\naxes.experiment = ["kvio"]\n')
     monkeypatch.setattr(seedscli, "SEEDS_STUDY", study)

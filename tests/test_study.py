@@ -66,6 +66,22 @@ def test_keys_follow_what_defines_a_run_and_nothing_else(tmp_path):
     assert same != prepare(RunSpec(topology=str(tmp_path / "x86-2s-edited.toml"), **base)).key
 
 
+def test_a_topology_filter_keeps_that_machine_s_runs_with_their_keys_and_positions(tmp_path):
+    """Re-measuring one machine's columns (e.g. x86 after an engine change)
+    runs the same keys a whole run would, and nothing else; a machine the
+    blocks do not use is one line naming the file and the machines they do."""
+    p = write(tmp_path, BASE)
+    whole = study.load(p).runs
+    x86 = study.load(p, topologies=["x86-2s"]).runs
+    assert x86 and {r.spec.topology for r in x86} == {"x86-2s"}
+    assert [(r.key, r.position) for r in x86] == [(r.key, r.position) for r in whole if r.spec.topology == "x86-2s"]
+    assert len(x86) < len(whole)
+    with pytest.raises(InputError) as e:
+        study.load(p, topologies=["x86-2s", "x86-8s"])
+    msg = str(e.value)
+    assert "\n" not in msg and str(p) in msg and "'x86-8s'" in msg and "gs1280-8, x86-2s" in msg
+
+
 def test_repeats_get_their_own_keys_and_duplicates_collapse(tmp_path):
     s = study.load(write(tmp_path, """
 name = "r"
