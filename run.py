@@ -45,7 +45,7 @@ def run_parser() -> argparse.ArgumentParser:
                "  ./run.py bench                the timing model's speed: guest MIPS per mode, QEMU peak RSS\n"
                "  ./run.py study FILE           run a study's matrix (local pool or --dask ADDRESS), then report\n"
                "  ./run.py seeds [SEED ...]     each seed's reproducer with its kernels, then the seed's own table\n"
-               "  ./run.py report --study N     an HTML report of plots and tables (report/study-N/index.html)\n"
+               "  ./run.py report --study N     an HTML report of plots and tables (report/<db>-study-N/index.html)\n"
                "  ./run.py browse               Datasette on the results database, read-only\n"
                "each takes --help.")
     add_run_options(p)

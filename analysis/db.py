@@ -333,6 +333,16 @@ class SchemaError(RuntimeError):
     pass
 
 
+def beside(db_path: Path | str, kind: str, name: str) -> Path:
+    """A folder of files that belong to this database (`work`, `runs` or
+    `report`), beside it and named after it as well: two databases in one
+    folder both number their first study 1 and would otherwise share (and
+    overwrite, adopt or kill) each other's task folders, consoles and
+    reports."""
+    p = Path(db_path).resolve()
+    return p.parent / kind / f"{p.stem}-{name}"
+
+
 def connect(path: Path | str, readonly: bool = False) -> sqlite3.Connection:
     path = Path(path)
     if readonly:

@@ -1,6 +1,6 @@
 """`./run.py report (--study N | --runs ID ...)`: one self-contained HTML page
 of a study's (or some runs') figures and tables, written beside the database
-(report/study-N/index.html) with a PNG and an SVG of every figure.
+(report/<db>-study-N/index.html) with a PNG and an SVG of every figure.
 
 The page says where each run executed, draws only runs that ended ok (the
 failed ones are listed), and prints under every figure the run ids and the SQL
@@ -67,8 +67,8 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--study", type=int, metavar="N", help="a study's runs (./run.py study)")
     g.add_argument("--runs", type=int, nargs="+", metavar="ID", help="these runs")
     p.add_argument("--db", default="results.db", help="results database (default ./results.db)")
-    p.add_argument("--out", help="folder for index.html and the figures (default: report/study-N/ or "
-                                 "report/runs-FIRST-LAST/ beside the database)")
+    p.add_argument("--out", help="folder for index.html and the figures (default: report/<db>-study-N/ or "
+                                 "report/<db>-runs-FIRST-LAST/ beside the database)")
     return p
 
 
@@ -91,8 +91,7 @@ def select(con, db_path, study: int | None, run_ids: list[int] | None):
 
 
 def default_out(db_path, study: int | None, ids: list[int]) -> Path:
-    name = f"study-{study}" if study is not None else f"runs-{ids[0]}-{ids[-1]}"
-    return Path(db_path).resolve().parent / "report" / name
+    return db.beside(db_path, "report", f"study-{study}" if study is not None else f"runs-{ids[0]}-{ids[-1]}")
 
 
 def compare_groups(runs) -> list[list]:

@@ -136,11 +136,9 @@ def adopt_orphans(con, dbpath: Path, sid: int, workroot: Path, runs_root: Path, 
 
 
 def work_root(dbpath: Path, sid: int) -> Path:
-    """Where a study's tasks keep their files while they run. Named after the
-    database as well as the study: two databases in one folder both number
-    their first study 1, and a coordinator starting up adopts (or kills)
-    every task it finds in its work folder."""
-    return Path(dbpath).resolve().parent / "work" / f"{Path(dbpath).stem}-study-{sid}"
+    """Where a study's tasks keep their files while they run; a coordinator
+    starting up adopts (or kills) every task it finds there."""
+    return db.beside(dbpath, "work", f"study-{sid}")
 
 
 def _rmtree(p: Path) -> None:
@@ -155,7 +153,7 @@ def execute(study: Study, dbpath: Path, pool, retries: int = 2, rerun: bool = Fa
     con = db.connect(dbpath)
     sid = register(con, study)
     tally = Tally(total=len(study.runs))
-    runs_root = dbpath.parent / "runs" / f"study-{sid}"
+    runs_root = db.beside(dbpath, "runs", f"study-{sid}")  # consoles by key: per database too
     workroot = work_root(dbpath, sid)
     adopt_orphans(con, dbpath, sid, workroot, runs_root, tally)
     if rerun:

@@ -18,7 +18,7 @@ def fail(msg: str, code: int = 2):
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="./run.py study", description=(
         "Run a study file's matrix of runs (studies/*.toml): runs already ok under the same key are skipped, so "
-        "an interrupted study resumes. Then writes the HTML report (report/study-N/index.html)."))
+        "an interrupted study resumes. Then writes the HTML report (report/<db>-study-N/index.html)."))
     p.add_argument("file", help="a study file, e.g. studies/numa-cost.toml")
     p.add_argument("--db", default="results.db", help="the study's database (default ./results.db)")
     p.add_argument("--workers", type=int, default=None,

@@ -161,7 +161,7 @@ def built(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("report")
     ids = build_db(tmp / "r.db")
     assert report.main(["--study", str(ids["study"]), "--db", str(tmp / "r.db")]) == 0
-    return tmp, ids, tmp / "report" / f"study-{ids['study']}"
+    return tmp, ids, tmp / "report" / f"r-study-{ids['study']}"
 
 
 EXPECTED = ("fig-memeater-chunks-1", "fig-memeater-free-1", "fig-latprobe", "fig-kvio", "fig-forkstorm")
@@ -322,7 +322,9 @@ def test_runs_mode_default_folder_and_only_their_figures(built, capsys):
     tmp, ids, _ = built
     a, b = ids["kvio_vanilla"], ids["kvio_backoff"]
     assert report.main(["--runs", str(a), str(b), "--db", str(tmp / "r.db")]) == 0
-    index = tmp / "report" / f"runs-{a}-{b}" / "index.html"
+    index = tmp / "report" / f"r-runs-{a}-{b}" / "index.html"
+    # another database in the same folder has its own study 1 and its own report
+    assert report.default_out(tmp / "other.db", 1, []) != report.default_out(tmp / "r.db", 1, [])
     assert capsys.readouterr().out.strip() == str(index)
     page = index.read_text()
     assert re.findall(r'<img src="([^"]+)"', page) == ["fig-kvio.png"]

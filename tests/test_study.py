@@ -3,6 +3,7 @@ worker databases, and the coordinator's retry and resume with a pool whose
 tasks return real run databases (made by the real schema, no QEMU)."""
 import sqlite3
 import threading
+import zlib
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -171,8 +172,9 @@ class FakePool:
     workers = 2
     where = "fake pool"
 
-    def __init__(self, tmp, die=(), fail=()):
+    def __init__(self, tmp, die=(), fail=(), console: bytes | None = None):
         self.tmp, self.die, self.fail = tmp, set(die), set(fail)
+        self.console = zlib.compress(console) if console is not None else None
         self.submitted = []
         self.lock = threading.Lock()
 
@@ -186,7 +188,7 @@ class FakePool:
         else:
             data = worker_db(self.tmp / f"w-{key[:8]}-{n}.db", key, "failed" if key in self.fail else "ok",
                              host=f"w{n}")
-            f.set_result({"db": data, "console": None, "where": f"w{n}", "rc": 0})
+            f.set_result({"db": data, "console": self.console, "where": f"w{n}", "rc": 0})
         return f
 
     def close(self, cancel=False):
@@ -257,6 +259,19 @@ def test_a_study_in_another_database_beside_it_leaves_its_running_tasks_alone(tm
     # a's own coordinator still adopts it
     _, t = runner.execute(s, tmp_path / "a.db", FakePool(tmp_path))
     assert any("adopted" in line for line in t.lines) and not wd.exists()
+
+
+def test_two_databases_in_one_folder_keep_their_own_consoles(tmp_path):
+    """Both number their first study 1 and run the same keys: each run's
+    log_path must still be its own console, not the other database's."""
+    s = study.load(write(tmp_path, BASE))
+    for name in ("a", "b"):
+        (tmp_path / f"pool-{name}").mkdir()  # each pool's worker databases apart, as real workers' are
+        runner.execute(s, tmp_path / f"{name}.db", FakePool(tmp_path / f"pool-{name}",
+                                                            console=f"console of {name}".encode()))
+    for name in ("a", "b"):
+        logs = [r[0] for r in db.connect(tmp_path / f"{name}.db").execute("SELECT log_path FROM runs")]
+        assert len(logs) == len(s.runs) and all(Path(p).read_text() == f"console of {name}" for p in logs)
 
 
 def test_stop_signals_are_taken_even_when_sigint_was_ignored(tmp_path):
