@@ -325,6 +325,16 @@ MIGRATIONS = [
                r.topology, r.experiment, r.patch_set, r.timing_mode, r.wall_s, r.reason
         FROM study_runs s LEFT JOIN runs r ON r.id = s.run_id;
     """,
+    # 9: timing model 2 (memory-level parallelism): prefetches issued, and the
+    # core's stalls by cause (timing/model_core.h); 0 on runs of model 1
+    """
+    ALTER TABLE timing_cpu ADD COLUMN prefetches INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE timing_cpu ADD COLUMN dep_stall_ps INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE timing_cpu ADD COLUMN fb_stall_ps INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE timing_cpu ADD COLUMN rob_stall_ps INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE timing_cpu ADD COLUMN sb_stall_ps INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE timing_cpu ADD COLUMN fence_stall_ps INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

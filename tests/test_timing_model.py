@@ -28,7 +28,9 @@ def lib(tmp_path_factory):
     lib.vm_model_new.restype = ctypes.c_void_p
     lib.vm_model_new.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
     lib.vm_access.restype = ctypes.c_uint64
-    lib.vm_access.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint, ctypes.c_uint32]
+    lib.vm_access.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
+                              ctypes.c_uint, ctypes.c_uint32]
+    lib.vm_insns.restype = ctypes.c_uint64
     lib.vm_insns.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_int]
     lib.vm_phase.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64]
     lib.vm_write_results.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
@@ -40,17 +42,25 @@ def lib(tmp_path_factory):
     return lib
 
 
+def blocking(text: str) -> str:
+    """The config with a blocking core: each access returns its whole latency,
+    which is what the pricing formulas below are checked on (the out-of-order
+    core's overlap is tests/c/core_mlp.c's)."""
+    return text.replace("core ooo\n", "core blocking\n")
+
+
 class Model:
     def __init__(self, lib, tmp, topo, symbols=None, text=None):
         self.lib, self.topo, self.out = lib, topo, tmp / "out.json"
         cfg = tmp / "timing.conf"
-        cfg.write_text(text if text is not None else T.config_text(topo, "detailed", self.out, symbols=symbols))
+        cfg.write_text(text if text is not None else blocking(T.config_text(topo, "detailed", self.out,
+                                                                            symbols=symbols)))
         err = ctypes.create_string_buffer(1024)
         self.m = lib.vm_model_new(str(cfg).encode(), err, 1024)
         self.err = err.value.decode()
 
     def access(self, cpu, pa, flags=R, sym=1):
-        return self.lib.vm_access(self.m, cpu, pa, flags | USER, sym) / 1000.0  # ns
+        return self.lib.vm_access(self.m, cpu, pa, pa, 0, flags | USER, sym) / 1000.0  # ns
 
     def results(self):
         assert self.lib.vm_write_results(self.m, None) == 0
@@ -179,7 +189,7 @@ def test_kernel_symbols_attribute_misses(lib, tmp_path):
         assert m.lib.vm_symbol(m.m, 0xFFFFFFFF81000150) == m.lib.vm_symbol(m.m, 0xFFFFFFFF81000100) != \
             m.lib.vm_symbol(m.m, 0xFFFFFFFF81000200)
         sym = m.lib.vm_symbol(m.m, 0xFFFFFFFF81000210)
-        m.lib.vm_access(m.m, 0, node_addr(t, 5), 4, sym)
+        m.lib.vm_access(m.m, 0, node_addr(t, 5), node_addr(t, 5), 0, 4, sym)
         syms = m.results()["symbols"]
         assert syms == [{"symbol": "beta_fn", "accesses": 1, "misses": 1, "remote": 1,
                          "stall_ps": syms[0]["stall_ps"], "lock_xfers": 0}] and syms[0]["stall_ps"] > 0

@@ -22,7 +22,7 @@ MODEL_INT = HERE / "model_int.h"
 # the plugin's sources; the build compiles the .c files, and the headers are
 # here so that a change to them rebuilds it (plugin.c includes the facts it
 # shares with the guest and the host from experiments/lib: INCLUDE)
-SOURCES = [*(HERE / n for n in ("model.h", "model_int.h", "model_config.c", "model_state.c", "model_symbols.c",
+SOURCES = [*(HERE / n for n in ("model.h", "model_int.h", "model_core.h", "model_config.c", "model_state.c", "model_symbols.c",
                                 "model_access.c", "model_report.c", "plugin.c")), facts.HEADER]
 INCLUDE = facts.HEADER.parent
 MODES = ("off", "fast", "detailed")
@@ -32,6 +32,7 @@ MAX_CPUS = facts.integer(MODEL_INT, "MAX_CPUS")             # a directory entry 
 GRANULE = 1 << facts.integer(MODEL_INT, "GRAN_SHIFT")      # the address map's granule
 COUNTERS = tuple(c for (c,) in facts.xmacro(MODEL_INT, "COUNTER_FIELDS", 1))  # per CPU and phase, in JSON order
 RESULTS_FORMAT = facts.integer(MODEL_INT, "RESULTS_FORMAT")  # the results JSON's "format"
+MODEL_VERSION = facts.integer(MODEL_INT, "MODEL_VERSION")    # 2: misses overlap (model_core.h)
 KERNEL_BASE = {"x86_64": 0xFFFF800000000000, "alpha": 0xFFFFFC0000000000}
 # phase id -> name (experiments/lib/vmlab_facts.h, VMLAB_PHASES)
 PHASES = facts.PHASES
@@ -149,7 +150,8 @@ def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir
              f"l1d {l1.size_kib * 1024} {l1.ways} {l1.latency_cycles}",
              f"l2 {l2.size_kib * 1024} {l2.ways} {l2.latency_cycles}",
              f"local_ns {topo.local_latency_ns}", f"hop_ns {topo.hop_latency_ns}",
-             f"mem_bw_gbps {topo.memory_bandwidth_gbps}", f"link_bw_gbps {topo.link_bandwidth_gbps}"]
+             f"mem_bw_gbps {topo.memory_bandwidth_gbps}", f"link_bw_gbps {topo.link_bandwidth_gbps}",
+             *topo.core.config_lines()]
     if symbols:
         lines.append(f"symbols {symbols}")
     if mode == "detailed":

@@ -1,5 +1,6 @@
 /* vmlab memory-system timing model: prices guest memory accesses on a
- * simulated topology (private L1D/L2 per CPU, a full-map MESI directory at
+ * simulated topology (an out-of-order core's outstanding misses, store
+ * buffer and L2 streamer: model_core.h; private L1D/L2 per CPU, a full-map MESI directory at
  * each line's home node, torus or socket hops, DRAM per node, queueing on
  * links and memory controllers). Pure C with no QEMU dependency, so it can
  * be driven by the QEMU plugin (plugin.c) or by a test harness.
@@ -43,13 +44,19 @@ uint32_t vm_line_bytes(const model_t *m);
 /* Symbol of a kernel text address (VM_SYM_KERNEL_OTHER if none). */
 uint32_t vm_symbol(const model_t *m, uint64_t vaddr);
 
-/* n instructions executed by cpu, of kind VM_BOOT/KERNEL/USER. */
-void vm_insns(model_t *m, int cpu, uint32_t n, int kind);
+/* n instructions executed by cpu, of kind VM_BOOT/KERNEL/USER. Returns the
+ * stall they cause (ps): a full reorder window behind a miss still out. */
+uint64_t vm_insns(model_t *m, int cpu, uint32_t n, int kind);
 
-/* One data access; returns the modeled stall in picoseconds beyond the
- * instruction's own cycle (0 for an L1 hit). Accesses outside every node's
- * memory are counted and cost nothing. */
-uint64_t vm_access(model_t *m, int cpu, uint64_t paddr, unsigned flags, uint32_t sym);
+/* One data access at guest-physical paddr (virtual vaddr); value: what an
+ * 8-byte load returned (0 otherwise), so a later access whose address comes
+ * from it is seen to depend on it. Returns the modeled stall in picoseconds
+ * beyond the instruction's own cycle: with an out-of-order core only what the
+ * core must wait for now (model_core.h), with a blocking one the access's
+ * whole latency beyond an L1 hit. Accesses outside every node's memory are
+ * counted and cost nothing. */
+uint64_t vm_access(model_t *m, int cpu, uint64_t paddr, uint64_t vaddr, uint64_t value, unsigned flags,
+                   uint32_t sym);
 
 /* Count an access that went to MMIO (no home node). */
 void vm_io_access(model_t *m, int cpu);

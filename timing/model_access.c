@@ -39,8 +39,32 @@ static void close_window(model_t *m) {
     m->windows++;
 }
 
+/* Bandwidth as capacity: resource r serves at most CAL_BUCKET_PS of work per
+ * bucket of time. A request at time t takes `service` ps in the first bucket
+ * at or after t with room and waits until that bucket starts. The M/D/1 term
+ * prices contention below saturation; this keeps a saturated controller or
+ * link from serving more than its bandwidth, whatever the requesters'
+ * parallelism. Buckets count work whatever the order it arrives in, so vCPUs
+ * that run a quantum apart in host order share a bucket fairly. */
+static inline uint64_t cal_take(model_t *m, int r, uint64_t t, uint64_t service) {
+    uint64_t b0 = t / CAL_BUCKET_PS, b = b0;
+    uint64_t *tag = m->cal_tag + (size_t)r * CAL_SLOTS;
+    uint32_t *used = m->cal_used + (size_t)r * CAL_SLOTS;
+    if (service > CAL_BUCKET_PS) service = CAL_BUCKET_PS;  /* a line slower than a bucket: one per bucket */
+    for (int k = 0; k < CAL_SLOTS; k++, b++) {
+        size_t s = b % CAL_SLOTS;
+        if (tag[s] != b) tag[s] = b, used[s] = 0;
+        if (used[s] + service <= CAL_BUCKET_PS) {
+            used[s] += (uint32_t)service;
+            return b == b0 ? 0 : b * CAL_BUCKET_PS - t;
+        }
+    }
+    return (uint64_t)CAL_SLOTS * CAL_BUCKET_PS;  /* the horizon: far past any real queue */
+}
+
 /* One leg a -> b: its hop latency, plus queueing on each link; the links
- * become busy for a header or a data message. */
+ * become busy for a header or a data message, and a data message needs room
+ * in each link's bandwidth. */
 static inline uint64_t leg(model_t *m, int a, int b, int data) {
     uint64_t t = m->hops[a][b] * m->half_hop_ps;
     const int *l = m->route_links + m->route_off[a][b];
@@ -48,9 +72,16 @@ static inline uint64_t leg(model_t *m, int a, int b, int data) {
     for (int i = 0; i < m->route_len[a][b]; i++) {
         int r = m->nnodes + l[i];
         t += m->qdelay_ps[r];
+        if (data) t += cal_take(m, r, m->now_ps + t, busy);
         m->busy_ps[r] += busy;
     }
     return t;
+}
+
+/* DRAM at node home serves one line: its queueing delay. */
+static inline uint64_t dram(model_t *m, int home, uint64_t at) {
+    m->busy_ps[home] += m->mem_service_ps;
+    return m->qdelay_ps[home] + cal_take(m, home, at, m->mem_service_ps);
 }
 
 /* --- the requester's caches ---------------------------------------------------- */
@@ -76,15 +107,15 @@ static void evicted(model_t *m, int c, uint64_t victim) {
     m->dir[idx] = e;
     if (st == S_M) {  /* write-back: off the critical path, but it occupies the path and the controller */
         p->c.writebacks++;
-        m->busy_ps[home] += m->mem_service_ps;
+        (void)dram(m, home, m->now_ps);
         (void)leg(m, p->node, home, 1);
     }
 }
 
-static inline void fill(model_t *m, int c, uint64_t line, int state) {
+static inline void fill(model_t *m, int c, uint64_t line, int state, int l1_too) {
     cpu_t *p = &m->cpu[c];
     evicted(m, c, c_insert(&p->l2, line, state));
-    c_insert(&p->l1, line, state);  /* L1 victims stay in L2: nothing to tell */
+    if (l1_too) c_insert(&p->l1, line, state);  /* L1 victims stay in L2: nothing to tell */
 }
 
 /* The line, present in L2 at way j, becomes L1's MRU and both hold it in state st. */
@@ -143,7 +174,7 @@ static inline void from_owner(model_t *m, txn_t *t) {
         t->e = t->others;
         if (ost == S_M) {  /* the dirty line is written back to the home as it is shared */
             op->c.writebacks++;
-            m->busy_ps[home] += m->mem_service_ps;
+            (void)dram(m, home, m->now_ps);
         }
     }
     t->p->c.c2c++;
@@ -170,11 +201,11 @@ static inline void invalidate_sharers(model_t *m, txn_t *t) {
         t->lat = dir_path;  /* upgrade: we hold the data already */
         t->p->c.upgrades++;
     } else {
-        uint64_t mem = m->mem_ps[me][home] + m->qdelay_ps[home] + leg(m, home, me, 1) -
+        uint64_t mem = m->mem_ps[me][home] + dram(m, home, m->now_ps) + leg(m, home, me, 1) -
                        m->hops[home][me] * m->half_hop_ps;
         t->lat = mem > dir_path ? mem : dir_path;
     }
-    m->busy_ps[home] += m->mem_service_ps;
+    if (t->st2 == S_S) m->busy_ps[home] += m->mem_service_ps;
     t->e = 0;
     t->hops = far;
 }
@@ -192,11 +223,10 @@ static inline void upgrade_alone(model_t *m, txn_t *t) {
 /* Memory at the home node: the topology's load-to-use latency plus queueing. */
 static inline void from_memory(model_t *m, txn_t *t) {
     int me = t->me, home = t->home;
-    t->lat = m->mem_ps[me][home] + m->qdelay_ps[home];
     /* the request and reply legs add queueing; their hop latency is in mem_ps */
-    t->lat += leg(m, me, home, 0) - m->hops[me][home] * m->half_hop_ps;
+    uint64_t req = leg(m, me, home, 0);
+    t->lat = m->mem_ps[me][home] + dram(m, home, m->now_ps + req) + req - m->hops[me][home] * m->half_hop_ps;
     t->lat += leg(m, home, me, 1) - m->hops[home][me] * m->half_hop_ps;
-    m->busy_ps[home] += m->mem_service_ps;
     t->hops = m->hops[me][home];
     if (!t->excl && t->others) t->e = t->others;  /* shared: others keep S */
 }
@@ -217,7 +247,7 @@ static inline int requester_state(txn_t *t) {
 
 /* The transaction at entry idx of the directory, then the line into the
  * requester's caches (in place if its L2 held it at way j). */
-static inline void transact(model_t *m, txn_t *t, uint64_t idx, int j) {
+static inline void transact(model_t *m, txn_t *t, uint64_t idx, int j, int l1_too) {
     t->e = m->dir[idx];
     t->others = t->e & ~DIR_EXCL & ~(1ull << t->c);
     if ((t->e & DIR_EXCL) && t->others) from_owner(m, t);
@@ -227,7 +257,7 @@ static inline void transact(model_t *m, txn_t *t, uint64_t idx, int j) {
     int nst = requester_state(t);
     m->dir[idx] = t->e;
     if (j >= 0) refill_l1(t->p, t->line, j, nst, t->st2);  /* upgrade in place */
-    else fill(m, t->c, t->line, nst);
+    else fill(m, t->c, t->line, nst, l1_too);
 }
 
 /* --- counting -------------------------------------------------------------------- */
@@ -276,18 +306,137 @@ static inline void charge(model_t *m, cpu_t *p, uint64_t lat, uint32_t sym, int 
     m->kind[kind].stall_ps += lat;
 }
 
-/* --- the API ----------------------------------------------------------------------- */
-uint64_t vm_access(model_t *m, int c, uint64_t pa, unsigned flags, uint32_t sym) {
+/* A prefetch that went to memory: traffic in the matrix and hop histogram
+ * (where the data came from), not a demand miss. */
+static inline void count_prefetch(model_t *m, cpu_t *p, int home, int hops, uint64_t lat) {
+    p->c.prefetches++;
+    m->matrix_n[p->node][home]++;
+    m->matrix_ps[p->node][home] += lat;
+    m->hop_n[hops]++;
+    m->hop_ps[hops] += lat;
+    uint64_t bin = lat / (HIST_NS * 1000);
+    m->hist[hops][bin < HIST_BINS ? bin : HIST_BINS - 1]++;
+    if (++m->window_misses >= WINDOW_MISSES) close_window(m);
+}
+
+/* --- the core: outstanding misses, store buffer, streamer (model_core.h) ----------- */
+static inline size_t infl_slot(uint64_t line) { return (size_t)((line ^ (line >> 8)) & (INFL_SLOTS - 1)); }
+
+/* When the line arrives, if it is still arriving at now; else 0. */
+static inline uint64_t infl_ready(const core_t *k, uint64_t line, uint64_t now) {
+    const infl_t *e = &k->infl[infl_slot(line)];
+    return e->line == line && e->ready_ps > now ? e->ready_ps : 0;
+}
+
+static inline void infl_set(core_t *k, uint64_t line, uint64_t ready) {
+    infl_t *e = &k->infl[infl_slot(line)];
+    e->line = line;
+    e->ready_ps = ready;
+}
+
+/* Index of the entry of a[0..n) that frees first. */
+static inline uint32_t first_free(const uint64_t *a, uint32_t n) {
+    uint32_t best = 0;
+    for (uint32_t i = 1; i < n; i++)
+        if (a[i] < a[best]) best = i;
+    return best;
+}
+
+/* (a) The latest ready time of a pending value this address was computed from. */
+static inline uint64_t dep_ready(const core_t *k, uint64_t vaddr, uint64_t now) {
+    if (k->pv_until <= now) return 0;
+    uint64_t r = 0;
+    for (int i = 0; i < PV_SLOTS; i++)
+        if (k->pv[i].ready_ps > now && vaddr - k->pv[i].value + DEP_WINDOW < 2 * DEP_WINDOW && k->pv[i].ready_ps > r)
+            r = k->pv[i].ready_ps;
+    return r;
+}
+
+/* A load returned value, which the core has only at ready: remember it if
+ * it could be an address (x86-64 and Alpha canonical user or kernel range). */
+static inline void pv_note(core_t *k, uint64_t value, uint64_t ready) {
+    if (value < 4096 || (value >= (1ull << 47) && value < 0xffff800000000000ull)) return;
+    pendval_t *e = &k->pv[k->pv_next++ % PV_SLOTS];
+    e->value = value;
+    e->ready_ps = ready;
+    if (ready > k->pv_until) k->pv_until = ready;
+}
+
+/* (c) The time the oldest load miss that has a full reorder window behind it
+ * arrives (0: none). */
+static inline uint64_t rob_ready(const model_t *m, const core_t *k, uint64_t insns, uint64_t now) {
+    if (k->fb_until <= now) return 0;
+    uint64_t r = 0;
+    for (uint32_t i = 0; i < m->core.fill_buffers; i++)
+        if (k->fb_ready[i] > now && k->fb_insn[i] != NO_ROB && insns - k->fb_insn[i] >= m->core.rob &&
+            k->fb_ready[i] > r)
+            r = k->fb_ready[i];
+    return r;
+}
+
+/* Stall p until t (if later), charged to sym/kind and to the cause's counter. */
+static inline void wait_until(model_t *m, cpu_t *p, uint64_t t, uint64_t *cause, uint32_t sym, int kind) {
+    if (t <= p->c.time_ps) return;
+    uint64_t d = t - p->c.time_ps;
+    *cause += d;
+    charge(m, p, d, sym, kind);
+}
+
+/* The L2 streamer, trained by an L1 miss to line at now (see model_core.h). */
+static void stream_train(model_t *m, int c, uint64_t line, uint64_t now) {
     cpu_t *p = &m->cpu[c];
-    int kind = flags & VM_F_USER ? VM_USER : flags & VM_F_KERNEL ? VM_KERNEL : VM_BOOT;
-    int excl = (flags & (VM_F_WRITE | VM_F_ATOMIC)) != 0;
-    size_t g = pa >> GRAN_SHIFT;
-    if (g >= m->ngran || m->gran_node[g] < 0) {
-        m->unmapped++;
-        return 0;
+    core_t *k = &p->k;
+    uint32_t page_shift = 12 - m->line_shift;
+    int32_t per_page = 1 << page_shift, off = (int32_t)(line & (uint64_t)(per_page - 1));
+    uint64_t page = line >> page_shift;
+    stream_t *s = NULL, *lru = &k->st[0];
+    for (uint32_t i = 0; i < m->core.streams; i++) {
+        if (k->st[i].page == page && k->st[i].used) {
+            s = &k->st[i];
+            break;
+        }
+        if (k->st[i].used < lru->used) lru = &k->st[i];
     }
+    if (!s) {
+        *lru = (stream_t){.page = page, .used = ++k->st_clock, .last = off, .ahead = -1};
+        return;
+    }
+    s->used = ++k->st_clock;
+    int32_t d = off - s->last;
+    if (!d) return;
+    int8_t dir = d > 0 ? 1 : -1;
+    if (d * dir <= 4) s->conf = s->dir == dir ? s->conf + (s->conf < 8) : 1;
+    else s->conf = 0;
+    s->dir = dir;
+    s->last = off;
+    if (s->conf < 2) return;
+    int32_t from = s->ahead >= 0 && (s->ahead - off) * dir > 0 ? s->ahead + dir : off + dir;
+    int32_t to = off + dir * (int32_t)m->core.pf_distance;
+    for (int32_t o = from; (to - o) * dir >= 0 && o >= 0 && o < per_page; o += dir) {
+        uint64_t pl = (page << page_shift) | (uint64_t)o;
+        if (c_find(&p->l2, pl) >= 0) {
+            s->ahead = o;
+            continue;
+        }
+        uint32_t q = first_free(k->sq_ready, m->core.l2_queue);
+        if (k->sq_ready[q] > now) break;  /* the L2 queue is full: prefetches are dropped, not queued */
+        uint64_t pa = pl << m->line_shift;
+        size_t g = pa >> GRAN_SHIFT;
+        if (g >= m->ngran || m->gran_node[g] < 0) break;
+        m->now_ps = now;
+        txn_t t = {.p = p, .c = c, .me = p->node, .home = m->gran_node[g], .excl = 0, .st2 = S_INV, .line = pl};
+        transact(m, &t, dir_index(m, pa), -1, 0);
+        count_prefetch(m, p, t.home, t.hops, t.lat);
+        k->sq_ready[q] = now + t.lat;
+        infl_set(k, pl, now + t.lat);
+        s->ahead = o;
+    }
+}
+
+/* The blocking core (core.ooo 0): every access's latency is a stall. */
+static uint64_t access_blocking(model_t *m, cpu_t *p, int c, uint64_t pa, unsigned flags, uint32_t sym, int kind) {
+    int excl = (flags & (VM_F_WRITE | VM_F_ATOMIC)) != 0;
     uint64_t line = pa >> m->line_shift;
-    count_access(m, p, flags, sym, kind);
     if (l1_hit(p, line, excl)) return 0;
     int j = c_find(&p->l2, line);
     int st2 = j >= 0 ? (int)(c_set(&p->l2, line)[j] & 3) : S_INV;
@@ -297,9 +446,10 @@ uint64_t vm_access(model_t *m, int c, uint64_t pa, unsigned flags, uint32_t sym)
         charge(m, p, m->l2_ps, sym, kind);
         return m->l2_ps;
     }
-    /* L2 miss, or an upgrade: a transaction at the home node's directory */
-    txn_t t = {.p = p, .c = c, .me = p->node, .home = m->gran_node[g], .excl = excl, .st2 = st2, .line = line};
-    transact(m, &t, dir_index(m, pa), j);
+    m->now_ps = p->c.time_ps;
+    txn_t t = {.p = p, .c = c, .me = p->node, .home = m->gran_node[pa >> GRAN_SHIFT], .excl = excl, .st2 = st2,
+               .line = line};
+    transact(m, &t, dir_index(m, pa), j, 1);
     count_miss(m, p, t.home, t.hops, t.lat, sym, kind);
     if (flags & VM_F_ATOMIC) count_lock(m, p, t.hops, t.lat, sym);
     p->c.mem_ps += t.lat;
@@ -307,13 +457,103 @@ uint64_t vm_access(model_t *m, int c, uint64_t pa, unsigned flags, uint32_t sym)
     return t.lat;
 }
 
+/* --- the API ----------------------------------------------------------------------- */
+uint64_t vm_access(model_t *m, int c, uint64_t pa, uint64_t vaddr, uint64_t value, unsigned flags, uint32_t sym) {
+    cpu_t *p = &m->cpu[c];
+    int kind = flags & VM_F_USER ? VM_USER : flags & VM_F_KERNEL ? VM_KERNEL : VM_BOOT;
+    size_t g = pa >> GRAN_SHIFT;
+    if (g >= m->ngran || m->gran_node[g] < 0) {
+        m->unmapped++;
+        return 0;
+    }
+    count_access(m, p, flags, sym, kind);
+    if (!m->core.ooo) return access_blocking(m, p, c, pa, flags, sym, kind);
+
+    core_t *k = &p->k;
+    uint64_t t0 = p->c.time_ps, line = pa >> m->line_shift;
+    int atomic = (flags & VM_F_ATOMIC) != 0, store = !atomic && (flags & VM_F_WRITE);
+    int excl = store || atomic;
+    /* (a) the address came from a value still arriving; (c) the reorder window is full */
+    wait_until(m, p, dep_ready(k, vaddr, p->c.time_ps), &p->c.dep_stall_ps, sym, kind);
+    wait_until(m, p, rob_ready(m, k, p->c.insns, p->c.time_ps), &p->c.rob_stall_ps, sym, kind);
+    if (atomic) {  /* (e) a barrier: earlier stores drained, earlier misses arrived */
+        uint64_t drained = k->sb_last > k->fb_until ? k->sb_last : k->fb_until;
+        wait_until(m, p, drained, &p->c.fence_stall_ps, sym, kind);
+    }
+    if (store) {  /* (d) a store needs a store-buffer entry before it can even ask for its line */
+        uint64_t t = p->c.time_ps;
+        while (k->sb_n && k->sb_drain[k->sb_head] <= t) k->sb_head = (k->sb_head + 1) % MAX_SB, k->sb_n--;
+        if (k->sb_n == m->core.store_buffer) {
+            wait_until(m, p, k->sb_drain[k->sb_head], &p->c.sb_stall_ps, sym, kind);
+            k->sb_head = (k->sb_head + 1) % MAX_SB;
+            k->sb_n--;
+        }
+    }
+    uint64_t now = p->c.time_ps, ready = now;  /* ready: when this access's data (or ownership) is there */
+    int l1miss = 0;
+    if (l1_hit(p, line, excl)) {
+        uint64_t r = infl_ready(k, line, now);
+        if (r) ready = r;
+    } else {
+        l1miss = 1;
+        /* (b) an L1 miss needs a fill buffer; a store's RFO waits for one in the store buffer */
+        uint32_t f = first_free(k->fb_ready, m->core.fill_buffers);
+        if (k->fb_ready[f] > now && !store) {
+            wait_until(m, p, k->fb_ready[f], &p->c.fb_stall_ps, sym, kind);
+            now = p->c.time_ps;
+        }
+        uint64_t issue = k->fb_ready[f] > now ? k->fb_ready[f] : now;
+        int j = c_find(&p->l2, line);
+        int st2 = j >= 0 ? (int)(c_set(&p->l2, line)[j] & 3) : S_INV;
+        if (j >= 0 && (!excl || st2 >= S_E)) {  /* L2 hit, perhaps on a line a prefetch is still bringing */
+            refill_l1(p, line, j, excl ? S_M : st2, st2);
+            p->c.l2_hits++;
+            uint64_t r = infl_ready(k, line, now);
+            ready = issue + m->l2_ps;
+            if (r > ready) ready = r;
+        } else {  /* L2 miss or upgrade: it also needs an L2 queue entry */
+            uint32_t q = first_free(k->sq_ready, m->core.l2_queue);
+            if (k->sq_ready[q] > issue) issue = k->sq_ready[q];
+            m->now_ps = issue;
+            txn_t t = {.p = p, .c = c, .me = p->node, .home = m->gran_node[g], .excl = excl, .st2 = st2,
+                       .line = line};
+            transact(m, &t, dir_index(m, pa), j, 1);
+            count_miss(m, p, t.home, t.hops, t.lat, sym, kind);
+            if (atomic) count_lock(m, p, t.hops, t.lat, sym);
+            p->c.mem_ps += t.lat;
+            ready = issue + t.lat;
+            k->sq_ready[q] = ready;
+        }
+        k->fb_ready[f] = ready;
+        k->fb_insn[f] = store ? NO_ROB : p->c.insns;
+        if (ready > k->fb_until) k->fb_until = ready;
+        infl_set(k, line, ready);
+    }
+    if (atomic) {  /* the lock operation waits for its line: serialised, as before */
+        wait_until(m, p, ready, &p->c.fence_stall_ps, sym, kind);
+    } else if (store) {  /* stores retire into the store buffer and drain in order */
+        uint64_t drain = ready > k->sb_last ? ready : k->sb_last;
+        k->sb_drain[(k->sb_head + k->sb_n++) % MAX_SB] = drain;
+        k->sb_last = drain;
+    } else if (value && ready > p->c.time_ps) {
+        pv_note(k, value, ready);
+    }
+    if (l1miss && m->core.streams) stream_train(m, c, line, now);
+    return p->c.time_ps - t0;
+}
+
 void vm_io_access(model_t *m, int cpu) { m->cpu[cpu].c.io++; }
 
-void vm_insns(model_t *m, int c, uint32_t n, int kind) {
+uint64_t vm_insns(model_t *m, int c, uint32_t n, int kind) {
     cpu_t *p = &m->cpu[c];
     p->c.insns += n;
     p->c.time_ps += (uint64_t)n * m->cycle_ps;  /* base CPI 1: instruction fetch modeled as L1I hits */
     p->kind_insns[kind] += n;
+    if (!m->core.ooo || p->k.fb_until <= p->c.time_ps) return 0;
+    uint64_t t0 = p->c.time_ps;
+    wait_until(m, p, rob_ready(m, &p->k, p->c.insns, t0), &p->c.rob_stall_ps,
+               kind == VM_USER ? VM_SYM_USER : kind == VM_KERNEL ? VM_SYM_KERNEL_OTHER : VM_SYM_BOOT, kind);
+    return p->c.time_ps - t0;
 }
 
 uint64_t vm_cpu_time_ps(const model_t *m, int cpu) { return m->cpu[cpu].c.time_ps; }

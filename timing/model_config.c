@@ -5,6 +5,7 @@
 #include "model_int.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -121,6 +122,43 @@ static void parse_range(cfg_t *cf, const char *p) {
     else cf->nranges++;
 }
 
+/* `core ooo|blocking` and the core's figures (model_core.h), each 1..its limit. */
+static void parse_core(model_t *m, cfg_t *cf, const char *key, const char *p) {
+    static const struct { const char *key; uint32_t max; size_t off; } figs[] = {
+        {"fill_buffers", MAX_FB, offsetof(corecfg_t, fill_buffers)},
+        {"l2_queue", MAX_SQ, offsetof(corecfg_t, l2_queue)},
+        {"rob", MAX_ROB, offsetof(corecfg_t, rob)},
+        {"store_buffer", MAX_SB, offsetof(corecfg_t, store_buffer)},
+        {"prefetch_streams", MAX_STREAMS, offsetof(corecfg_t, streams)},
+        {"prefetch_distance", MAX_PF_DIST, offsetof(corecfg_t, pf_distance)},
+    };
+    if (!strcmp(key, "core")) {
+        char v[32] = "";
+        sscanf(p, "%31s", v);
+        if (!strcmp(v, "ooo")) m->core.ooo = 1;
+        else if (!strcmp(v, "blocking")) m->core.ooo = 0;
+        else bad(cf, "core: expected ooo or blocking, got '%s'", v);
+        return;
+    }
+    for (size_t i = 0; i < sizeof figs / sizeof figs[0]; i++)
+        if (!strcmp(key, figs[i].key)) {
+            long v = -1;
+            uint32_t min = !strncmp(key, "prefetch", 8) ? 0 : 1;
+            if (sscanf(p, "%ld", &v) != 1 || v < (long)min || v > (long)figs[i].max)
+                bad(cf, "%s: expected %u..%u", key, min, figs[i].max);
+            else *(uint32_t *)((char *)&m->core + figs[i].off) = (uint32_t)v;
+            return;
+        }
+}
+
+static int is_core_key(const char *key) {
+    static const char *keys[] = {"core", "fill_buffers", "l2_queue", "rob", "store_buffer", "prefetch_streams",
+                                 "prefetch_distance"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (!strcmp(key, keys[i])) return 1;
+    return 0;
+}
+
 /* One config line: key, then p at its values. */
 static void parse_line(model_t *m, cfg_t *cf, const char *key, const char *p) {
     if (!strcmp(key, "vmlab-timing")) {
@@ -149,6 +187,7 @@ static void parse_line(model_t *m, cfg_t *cf, const char *key, const char *p) {
     else if (!strcmp(key, "link")) parse_link(m, cf, p);
     else if (!strcmp(key, "route")) parse_route(m, cf, p);
     else if (!strcmp(key, "range")) parse_range(cf, p);
+    else if (is_core_key(key)) parse_core(m, cf, key, p);
     else if (!strncmp(key, "plugin.", 7) || !strcmp(key, "isa")) {
         /* plugin.*: the QEMU glue's own settings (plugin.c); isa: informational */
     } else bad(cf, "unknown key '%s'", key);
@@ -206,6 +245,8 @@ int model_read_config(model_t *m, cfg_t *cf, const char *path, char *err, size_t
         return -1;
     }
     m->route_links = malloc(cf->route_cap * sizeof(int));
+    /* no core lines: the blocking core of model version 1, with room for one miss */
+    m->core = (corecfg_t){.ooo = 0, .fill_buffers = 1, .l2_queue = 1, .rob = 1, .store_buffer = 1};
     m->kernel_base = UINT64_MAX;  /* no kernel_base line yet: model_sym_init sets the default */
     read_lines(m, cf, f);
     fclose(f);

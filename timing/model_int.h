@@ -14,6 +14,7 @@
 #define VMLAB_MODEL_INT_H
 
 #include "model.h"
+#include "model_core.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -27,10 +28,16 @@
 #define GRAN_SHIFT 21         /* address map granule: 2 MiB */
 #define WINDOW_MISSES 4096    /* queueing utilisation window, in L2 misses */
 #define DIR_EXCL (1ull << 63)
+#define CAL_SLOTS 512         /* bandwidth calendar per memory controller and link: 512 buckets */
+#define CAL_BUCKET_PS 64000   /* of 64 ns (a horizon of 32 us, far beyond the vCPUs' quantum of skew) */
 /* The results JSON's "format": 2 names every field (1 had positional arrays).
  * timing/__init__.py reads this, MAX_CPUS, GRAN_SHIFT and COUNTER_FIELDS
  * from here (experiments/facts.py): keep them plain #defines. */
 #define RESULTS_FORMAT 2
+/* The model's version, stored with every run (timing/__init__.py reads it):
+ * 1 priced each miss in full, one after another; 2 overlaps misses
+ * (model_core.h), prefetches, drains stores and caps bandwidth. */
+#define MODEL_VERSION 2
 
 enum { S_INV = 0, S_S = 1, S_E = 2, S_M = 3 };
 
@@ -44,7 +51,8 @@ typedef struct {
  * a test checks the timing_cpu table's columns against it) cannot drift
  * apart; diff() in model_report.c relies on every field being a uint64_t. */
 #define COUNTER_FIELDS(X) X(insns) X(time_ps) X(stall_ps) X(loads) X(stores) X(atomics) X(l1_hits) \
-    X(l2_hits) X(misses) X(remote) X(c2c) X(upgrades) X(invals) X(writebacks) X(lock_xfers) X(lock_ps) X(io) X(mem_ps)
+    X(l2_hits) X(misses) X(remote) X(c2c) X(upgrades) X(invals) X(writebacks) X(lock_xfers) X(lock_ps) X(io) X(mem_ps) \
+    X(prefetches) X(dep_stall_ps) X(fb_stall_ps) X(rob_stall_ps) X(sb_stall_ps) X(fence_stall_ps)
 
 typedef struct {
 #define X(n) uint64_t n;
@@ -59,6 +67,7 @@ typedef struct {
 
 typedef struct {
     cache_t l1, l2;
+    core_t k;           /* outstanding misses, store buffer, streams (model_core.h) */
     int node;
     counters_t c;
     uint64_t kind_insns[VM_KINDS];  /* per CPU: fast mode may run vCPUs on several host threads */
@@ -95,6 +104,11 @@ struct model {
     /* queueing: resources 0..nnodes-1 are memory controllers, then links */
     uint64_t *busy_ps, *busy_total_ps, *qdelay_ps, mem_service_ps, *link_req_ps, *link_data_ps;
     uint64_t window_misses, windows;
+    /* bandwidth: per resource, CAL_SLOTS buckets of CAL_BUCKET_PS (tag: bucket number, used: ps taken) */
+    uint64_t *cal_tag;
+    uint32_t *cal_used;
+    uint64_t now_ps;      /* when the transaction being priced was issued */
+    corecfg_t core;
     /* address map: 2 MiB granules of guest-physical space */
     int16_t *gran_node;
     uint64_t *gran_off;

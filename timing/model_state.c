@@ -59,6 +59,9 @@ static void init_queueing(model_t *m, const cfg_t *cf) {
     m->busy_total_ps = calloc(nres, sizeof(uint64_t));
     m->qdelay_ps = calloc(nres, sizeof(uint64_t));
     m->mem_service_ps = (uint64_t)(cf->line_bytes / cf->mem_bw * 1000.0 + 0.5);
+    m->cal_tag = calloc((size_t)nres * CAL_SLOTS, sizeof(uint64_t));
+    m->cal_used = calloc((size_t)nres * CAL_SLOTS, sizeof(uint32_t));
+    for (size_t i = 0; i < (size_t)nres * CAL_SLOTS; i++) m->cal_tag[i] = UINT64_MAX;  /* no bucket yet */
     m->link_req_ps = calloc(1, sizeof(uint64_t));
     m->link_data_ps = calloc(1, sizeof(uint64_t));
     *m->link_req_ps = (uint64_t)(16 / cf->link_bw * 1000.0 + 0.5);            /* header-only message */
@@ -124,6 +127,8 @@ void vm_model_free(model_t *m) {
     free(m->busy_ps);
     free(m->busy_total_ps);
     free(m->qdelay_ps);
+    free(m->cal_tag);
+    free(m->cal_used);
     free(m->link_req_ps);
     free(m->link_data_ps);
     free(m->link_src);
@@ -143,7 +148,8 @@ uint64_t vm_kernel_base(const model_t *m) { return m->kernel_base; }
 uint32_t vm_line_bytes(const model_t *m) { return 1u << m->line_shift; }
 
 size_t vm_state_bytes(const model_t *m) {
-    size_t b = sizeof *m + m->ncpus * sizeof(cpu_t) + m->nsym * (sizeof(symstat_t) + 16);
+    size_t b = sizeof *m + m->ncpus * sizeof(cpu_t) + m->nsym * (sizeof(symstat_t) + 16) +
+               (size_t)(m->nnodes + m->nlinks) * CAL_SLOTS * (sizeof(uint64_t) + sizeof(uint32_t));
     if (m->detailed)
         b += m->ncpus * ((size_t)(m->cpu[0].l1.mask + 1) * m->cpu[0].l1.ways +
                          (size_t)(m->cpu[0].l2.mask + 1) * m->cpu[0].l2.ways) * sizeof(uint64_t) +

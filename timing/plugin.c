@@ -18,10 +18,12 @@
  * every callback report the running vCPU, on every guest ISA, so the index
  * QEMU passes is used as it is.
  *
- * Stalls (detailed mode, `plugin.stalls on`): every access's modeled
- * latency beyond an L1 hit (misses, cache-to-cache and lock-line transfers,
- * invalidation acks) is charged to the running vCPU's own clock with
- * qemu_plugin_vcpu_stall_ps() (series patch 0004), so the guest feels it.
+ * Stalls (detailed mode, `plugin.stalls on`): what the model says the core
+ * waits for (model_core.h: a value still arriving, full fill buffers, a full
+ * reorder window or store buffer, a lock operation's transaction) is charged
+ * to the running vCPU's own clock with qemu_plugin_vcpu_stall_ps() (series
+ * patch 0004), so the guest feels it. The model needs each 8-byte load's
+ * value for the first of these (qemu_plugin_mem_get_value).
  *
  * Lock lines and causality: vCPUs run one after another, each up to a
  * quantum ahead of the others, so a vCPU can see a value another vCPU wrote
@@ -142,7 +144,8 @@ static uint64_t lock_causality(unsigned vcpu, qemu_plugin_meminfo_t info, uint64
 
 static void tb_exec(unsigned int vcpu, void *ud) {
     const tbinfo_t *t = ud;
-    vm_insns(M, (int)vcpu, t->n, (int)t->kind);
+    uint64_t ps = vm_insns(M, (int)vcpu, t->n, (int)t->kind);  /* non-zero: a full reorder window */
+    if (ps && stalls) qemu_plugin_vcpu_stall_ps(ps);
     if (bbv) bbv_count(vcpu, t);
 }
 
@@ -154,9 +157,16 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t v
         return;
     }
     unsigned flags = (unsigned)(u & 15);
-    if (qemu_plugin_mem_is_store(info)) flags |= VM_F_WRITE;
+    uint64_t value = 0;
+    if (qemu_plugin_mem_is_store(info)) {
+        flags |= VM_F_WRITE;
+    } else if (!(flags & VM_F_ATOMIC) && qemu_plugin_mem_size_shift(info) == 3) {
+        /* an 8-byte load may return an address: the model sees a later access that uses it */
+        qemu_plugin_mem_value v = qemu_plugin_mem_get_value(info);
+        if (v.type == QEMU_PLUGIN_MEM_VALUE_U64) value = v.data.u64;
+    }
     uint64_t pa = qemu_plugin_hwaddr_phys_addr(hw);
-    uint64_t ps = vm_access(M, (int)vcpu, pa, flags, (uint32_t)(u >> 4));
+    uint64_t ps = vm_access(M, (int)vcpu, pa, vaddr, value, flags, (uint32_t)(u >> 4));
     if (!stalls) return;
     if (flags & VM_F_ATOMIC) ps += lock_causality(vcpu, info, pa & ~line_mask, flags & VM_F_WRITE);
     if (ps) qemu_plugin_vcpu_stall_ps(ps);

@@ -17,6 +17,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from topologies import core as core_mod
+
 HERE = Path(__file__).resolve().parent
 GUEST_ISAS = ("x86_64", "alpha")
 # QEMU's Alpha machine (clipper, DP264) takes at most 4 CPUs (and
@@ -139,6 +141,8 @@ class Topology:
     # runs one per turn, so it sets how fast a waiter spins. 1 = an ordinary
     # instruction (a CPU without such a hint, as the Alpha EV7).
     pause_cycles: int = 1
+    # The core's miss parallelism, store buffer and streamer (topologies/core.py).
+    core: "core_mod.Core" = None
 
     # --- derived -----------------------------------------------------------
     @property
@@ -458,7 +462,7 @@ def parse(text: str, path: Path) -> Topology:
         sources=tuple(sources), notes=r.get("notes", str, required=False, default=""), hops=hops,
         disk=r.get("disk.model", str, required=False, default="", check=lambda v: v in _disk_names(),
                    expected=f"a disk model of topologies/disks.toml ({', '.join(_disk_names())})"),
-        pause_cycles=int(pause))
+        pause_cycles=int(pause), core=core_mod.parse(r, path, native_isa, TopologyError))
 
 
 @functools.lru_cache(maxsize=1)  # every topology load checks against it; the file is read once

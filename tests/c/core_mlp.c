@@ -1,0 +1,166 @@
+/* The out-of-order core's rules (timing/model_core.h) on synthetic access
+ * streams, one scenario per run (tests/test_timing_core.py builds this with
+ * the model and writes the config). Every figure is checked against the
+ * config's own numbers (latency, fill buffers, L2 queue, window), not
+ * against a recorded result. Prints "ok <figures>" or "FAIL <why>".
+ *
+ *   core_mlp CONFIG chase|random|stream|stores|rob|atomic|prefetch-random|node-stream
+ */
+#include "model_int.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N 4000
+#define REGION (32ull << 20)  /* 32 MiB of node 0 (from 16 MiB on), far above any L2 */
+
+static uint64_t lines[N + 1];
+static model_t *m;
+
+static double t_ns(void) { return (double)m->cpu[0].c.time_ps / 1000.0; }
+static double lat_ns(void) { return (double)m->mem_ps[0][0] / 1000.0; }
+static double cyc_ns(void) { return (double)m->cycle_ps / 1000.0; }
+
+/* N distinct random lines of the region, a random permutation's first N */
+static void random_lines(void) {
+    uint64_t nl = REGION >> m->line_shift, x = 88172645463325252ull;
+    for (int i = 0; i <= N; i++) {
+        int dup;
+        do {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            lines[i] = (1ull << 24) + ((x % nl) << m->line_shift);  /* from 16 MiB on */
+            dup = 0;
+            for (int j = 0; j < i && !dup; j++) dup = lines[j] == lines[i];
+        } while (dup);
+    }
+}
+
+static int fail(const char *what, double got, double lo, double hi) {
+    printf("FAIL %s: %.2f, expected %.2f..%.2f\n", what, got, lo, hi);
+    return 1;
+}
+
+static int within(const char *what, double got, double lo, double hi) {
+    return got < lo || got > hi ? fail(what, got, lo, hi) : 0;
+}
+
+int main(int argc, char **argv) {
+    char err[512];
+    if (argc != 3) return 2;
+    m = vm_model_new(argv[1], err, sizeof err);
+    if (!m) {
+        printf("FAIL %s\n", err);
+        return 1;
+    }
+    const char *s = argv[2];
+    corecfg_t k = m->core;
+    counters_t *c = &m->cpu[0].c;
+    random_lines();
+    int bad = 0;
+    if (!strcmp(s, "chase")) {
+        /* each load's address is the value the previous load returned: the full latency every time */
+        double t0 = t_ns();
+        for (int i = 0; i < N; i++) {
+            vm_insns(m, 0, 2, VM_USER);
+            vm_access(m, 0, lines[i], lines[i], lines[i + 1], VM_F_USER, VM_SYM_USER);
+        }
+        vm_access(m, 0, lines[N], lines[N], 0, VM_F_USER, VM_SYM_USER);
+        double per = (t_ns() - t0) / N, want = lat_ns() + 2 * cyc_ns();
+        bad = within("ns per dependent load", per, 0.95 * want, 1.05 * want);
+        printf("%s ns_per_load %.2f latency %.2f dep_stall_ns %.0f\n", bad ? "" : "ok", per, lat_ns(),
+               c->dep_stall_ps / 1000.0);
+    } else if (!strcmp(s, "random") || !strcmp(s, "prefetch-random")) {
+        /* the same lines, addresses not from loaded values: misses overlap up to the fill buffers */
+        double t0 = t_ns();
+        for (int i = 0; i < N; i++) {
+            vm_insns(m, 0, 4, VM_USER);
+            vm_access(m, 0, lines[i], lines[i], 0, VM_F_USER, VM_SYM_USER);
+        }
+        double per = (t_ns() - t0) / N, bound = lat_ns() / k.fill_buffers;
+        if (!strcmp(s, "random"))
+            bad = within("ns per independent load", per, 0.9 * bound, 1.25 * bound + 4 * cyc_ns());
+        else
+            bad = within("prefetches per random load", (double)c->prefetches / N, 0, 0.01);
+        printf("%s ns_per_load %.2f fill_buffer_bound %.2f prefetches %llu fb_stall_ns %.0f\n", bad ? "" : "ok", per,
+               bound, (unsigned long long)c->prefetches, c->fb_stall_ps / 1000.0);
+    } else if (!strcmp(s, "stream")) {
+        /* 8-byte loads through consecutive lines: bounded by the L2 queue over the latency (Little's law) */
+        uint64_t base = 1ull << 24, bytes = 16ull << 20;
+        double t0 = t_ns();
+        for (uint64_t a = base; a < base + bytes; a += 16) {
+            vm_insns(m, 0, 1, VM_USER);
+            vm_access(m, 0, a, a, 0, VM_F_USER, VM_SYM_USER);
+        }
+        double gbps = (double)bytes / (t_ns() - t0);
+        double little = (double)k.l2_queue * 64 / lat_ns(), demand = (double)k.fill_buffers * 64 / lat_ns();
+        double lo = k.streams ? 0.75 * little : 0.75 * demand, hi = k.streams ? 1.05 * little : 1.05 * demand;
+        bad = within("GB/s of a sequential read", gbps, lo, hi);
+        printf("%s GBps %.2f little %.2f demand_only %.2f prefetches %llu misses %llu\n", bad ? "" : "ok", gbps,
+               little, demand, (unsigned long long)c->prefetches, (unsigned long long)c->misses);
+    } else if (!strcmp(s, "stores")) {
+        /* stores to distinct random lines retire into the store buffer; their RFOs share the fill
+         * buffers, so they drain at fill_buffers per latency; with a one-entry buffer each waits in full */
+        double t0 = t_ns();
+        for (int i = 0; i < N; i++) vm_access(m, 0, lines[i], lines[i], 0, VM_F_USER | VM_F_WRITE, VM_SYM_USER);
+        double per = (t_ns() - t0) / N;
+        double want = k.store_buffer == 1 ? lat_ns() : lat_ns() / k.fill_buffers;
+        bad = within("ns per store", per, 0.85 * want, 1.15 * want) ||
+              (!c->sb_stall_ps && fail("store-buffer stall", 0, 1, 1e18));
+        printf("%s ns_per_store %.2f expected %.2f sb_stall_ns %.0f\n", bad ? "" : "ok", per, want,
+               c->sb_stall_ps / 1000.0);
+    } else if (!strcmp(s, "rob")) {
+        /* 8 instructions per independent miss: a window of w instructions holds w / 8 misses */
+        int gap = 8;
+        double t0 = t_ns();
+        for (int i = 0; i < N; i++) {
+            vm_insns(m, 0, gap, VM_USER);
+            vm_access(m, 0, lines[i], lines[i], 0, VM_F_USER, VM_SYM_USER);
+        }
+        double per = (t_ns() - t0) / N, inflight = (double)k.rob / gap;
+        if (inflight > k.fill_buffers) inflight = k.fill_buffers;
+        double want = lat_ns() / inflight;
+        bad = within("ns per load with the window full", per, 0.8 * want, 1.25 * want + gap * cyc_ns()) ||
+              (!c->rob_stall_ps && fail("reorder-window stall", 0, 1, 1e18));
+        printf("%s ns_per_load %.2f expected %.2f rob_stall_ns %.0f\n", bad ? "" : "ok", per, want,
+               c->rob_stall_ps / 1000.0);
+    } else if (!strcmp(s, "atomic")) {
+        /* misses in flight, then a lock operation: it waits for them, then for its own line in full */
+        for (int i = 0; i < 8; i++) vm_access(m, 0, lines[i], lines[i], 0, VM_F_USER, VM_SYM_USER);
+        double t0 = t_ns();
+        vm_access(m, 0, lines[100], lines[100], 0, VM_F_USER | VM_F_ATOMIC, VM_SYM_USER);
+        double took = t_ns() - t0;
+        bad = within("ns of a lock operation behind misses", took, 1.5 * lat_ns(), 2.3 * lat_ns()) ||
+              (!c->fence_stall_ps && fail("fence stall", 0, 1, 1e18));
+        printf("%s atomic_ns %.2f latency %.2f\n", bad ? "" : "ok", took, lat_ns());
+    } else if (!strcmp(s, "node-stream")) {
+        /* every CPU of node 0 streams its own 4 MiB, in turns of 64 loads (as vCPUs take turns in
+         * quanta): together they get at most the node's memory bandwidth */
+        int ncpu = 0, cpus[MAX_CPUS];
+        for (int i = 0; i < m->ncpus; i++)
+            if (m->cpu[i].node == 0) cpus[ncpu++] = i;
+        uint64_t per = 4ull << 20, base = 1ull << 24;
+        double t0[MAX_CPUS];
+        for (int i = 0; i < ncpu; i++) t0[i] = m->cpu[cpus[i]].c.time_ps / 1000.0;
+        for (uint64_t off = 0; off < per; off += 64 * 16)
+            for (int i = 0; i < ncpu; i++)
+                for (uint64_t a = base + i * per + off; a < base + i * per + off + 64 * 16; a += 16) {
+                    vm_insns(m, cpus[i], 1, VM_USER);
+                    vm_access(m, cpus[i], a, a, 0, VM_F_USER, VM_SYM_USER);
+                }
+        double span = 0;
+        for (int i = 0; i < ncpu; i++) {
+            double d = m->cpu[cpus[i]].c.time_ps / 1000.0 - t0[i];
+            if (d > span) span = d;
+        }
+        double gbps = (double)(per * ncpu) / span, cap = (double)(64 * 1000) / m->mem_service_ps;
+        double one = (k.streams ? k.l2_queue : k.fill_buffers) * 64 / lat_ns();
+        double want = ncpu * one < cap ? ncpu * one : cap;
+        bad = within("GB/s of a node's CPUs streaming together", gbps, 0.85 * want, 1.02 * cap);
+        printf("%s GBps %.2f cpus %d memory_GBps %.2f expected %.2f\n", bad ? "" : "ok", gbps, ncpu, cap, want);
+    } else {
+        printf("FAIL unknown scenario %s\n", s);
+        bad = 1;
+    }
+    vm_model_free(m);
+    return bad;
+}
