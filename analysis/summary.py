@@ -50,9 +50,12 @@ def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "", data_dev:
             timing == "detailed" and qemu_mode == "icount" and stalls_on) else \
             "the guest does not feel its latencies (reported beside the guest's figures)"
         out.append(f"timing model {timing}: {stalls}"
-                   + ("; private L1D/L2, MESI directory, hops and queueing modeled, instruction fetch "
-                      "as L1I hits at 1 instruction per cycle" if timing == "detailed" else
-                      "; instruction counts and basic-block vectors only"))
+                   + (f"; model version {_model_version()}: {topo.core.describe()}; private L1D/L2, MESI "
+                      "directory, hops, queueing and bandwidth caps on controllers and links modeled; a load's "
+                      "dependence on a miss in flight is seen only through an 8-byte value it loaded (an address "
+                      "within 4 KiB of it); no TLB, page walk, shared L3 or instruction fetch (L1I hits at 1 "
+                      "instruction per cycle); rep string instructions count one instruction per iteration"
+                      if timing == "detailed" else "; instruction counts and basic-block vectors only"))
     if qemu_mode == "icount":
         out.append("guest time = per-vCPU clocks (instructions at the topology clock, x86 PAUSE at its "
                    "latency, + stalls), interleaved in a quantum; a plain store by one vCPU can be seen by "
@@ -70,6 +73,11 @@ def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "", data_dev:
         out.append("disks complete at a modeled guest time (latency + bytes at the model's rate, FIFO per "
                    "server): no seek distance, caching or request reordering inside the disk")
     return "; ".join(out)
+
+
+def _model_version() -> int:
+    import timing as timing_stage
+    return timing_stage.MODEL_VERSION
 
 
 # --- tables ----------------------------------------------------------------------

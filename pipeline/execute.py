@@ -205,7 +205,7 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
         qemu_mode=spec.qemu_mode, timing_mode=spec.timing, seed=spec.seed,
         clock_model=inv.clock_model, quantum_ns=inv.quantum_ns,
         disk_model=prep.disk_model.label() if prep.disk_model and (swap_img or data_img) else None,
-        timing_plugin=(f"vmlab_timing sha256 {initramfs.sha256(built.plugin)[:12]}, built against "
+        timing_plugin=(f"vmlab_timing model {timing.MODEL_VERSION} sha256 {initramfs.sha256(built.plugin)[:12]}, built against "
                        f"{inv.label}" if built.plugin else None),
         command_line=" ".join(shlex.quote(str(c)) for c in inv.cmd), log_path=str(console),
         limitations=summary.limitations(topo, spec.qemu_mode, spec.timing, swap_dev, data_dev, stalls,
