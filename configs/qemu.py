@@ -59,7 +59,7 @@ def perturbation(seed: int, repeat: int) -> str:
 
 def cycle_ps(topo) -> int:
     """Guest time per instruction: one cycle of the topology's clock."""
-    return max(1, round(1000.0 / topo.clock_ghz))
+    return topo.cycle_ps
 
 
 def check_quantum(quantum_ns) -> int:

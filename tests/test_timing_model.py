@@ -279,3 +279,20 @@ def test_results_name_their_fields_and_land_in_the_tables_unchanged(lib, tmp_pat
     assert rows("SELECT mode, cycle_ps, address_map FROM timing_run") == [("detailed", res["cycle_ps"], "map")]
     cpu0 = con.execute("SELECT * FROM timing_cpu WHERE cpu = 0").fetchone()
     assert {k: cpu0[k] for k in T.COUNTERS} == {k: res["cpus"][0][k] for k in T.COUNTERS}
+
+
+def test_engine_and_model_use_one_cycle_even_at_a_rounding_tie(lib, tmp_path):
+    """3.2 GHz is 312.5 ps: QEMU's clock rounds half to even (312); the model
+    used to round half up (313) and drift from the engine by 0.3 %."""
+    from configs import qemu
+    src = (topologies.HERE / "x86-2s.toml").read_text().replace("clock_ghz = 2.5", "clock_ghz = 3.2")
+    p = tmp_path / "t32.toml"
+    p.write_text(src)
+    t = topologies.load(str(p))
+    m = Model(lib, tmp_path, t)
+    try:
+        res = m.results()
+        assert res["cycle_ps"] == qemu.cycle_ps(t) == T.cycle_ps(t) == 312
+        assert f"cycle-ps={res['cycle_ps']}," in " ".join(qemu.clock_args(t, "icount"))
+    finally:
+        m.close()

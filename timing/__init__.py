@@ -145,7 +145,7 @@ def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir
     l1, l2 = caches["l1d"], caches["l2"]
     lines = ["vmlab-timing 1", f"mode {mode}", f"out {out}", f"isa {topo.guest_isa}",
              f"kernel_base {KERNEL_BASE[topo.guest_isa]:#x}",
-             f"cpus {topo.cpus}", f"nodes {topo.nodes}", f"clock_ghz {topo.clock_ghz}",
+             f"cpus {topo.cpus}", f"nodes {topo.nodes}", f"clock_ghz {topo.clock_ghz}", f"cycle_ps {topo.cycle_ps}",
              f"line_bytes {l1.line_bytes}",
              f"l1d {l1.size_kib * 1024} {l1.ways} {l1.latency_cycles}",
              f"l2 {l2.size_kib * 1024} {l2.ways} {l2.latency_cycles}",
@@ -171,7 +171,7 @@ def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir
 
 # --- the model's formulas (what tests check the plugin against) -------------------
 def cycle_ps(topo) -> int:
-    return int(1000.0 / topo.clock_ghz + 0.5)
+    return topo.cycle_ps  # the engine's cycle: the model reads it from its config
 
 
 def l2_ps(topo) -> int:

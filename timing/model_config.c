@@ -173,6 +173,10 @@ static void parse_line(model_t *m, cfg_t *cf, const char *key, const char *p) {
         if (sscanf(p, "%d", &m->nnodes) != 1 || m->nnodes < 1 || m->nnodes > MAX_NODES)
             bad(cf, "nodes: expected 1..%d", MAX_NODES);
     } else if (!strcmp(key, "clock_ghz")) sscanf(p, "%lf", &m->clock_ghz);
+    else if (!strcmp(key, "cycle_ps")) {
+        /* the engine's own cycle (topologies: Topology.cycle_ps), so engine and model agree */
+        if (sscanf(p, "%" SCNu64, &m->cycle_ps) != 1 || !m->cycle_ps) bad(cf, "cycle_ps: expected a positive integer");
+    }
     else if (!strcmp(key, "line_bytes")) sscanf(p, "%u", &cf->line_bytes);
     else if (!strcmp(key, "l1d") || !strcmp(key, "l2")) {
         uint32_t *g = key[1] == '1' ? m->l1_geom : m->l2_geom;

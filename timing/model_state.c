@@ -18,7 +18,7 @@ static int cache_init(cache_t *c, uint32_t bytes, uint32_t ways, uint32_t line) 
 /* Cycle, L2, controller and hop costs; memory latency per (CPU node, home). */
 static int set_latencies(model_t *m, cfg_t *cf) {
     m->line_shift = (uint32_t)__builtin_ctz(cf->line_bytes);
-    m->cycle_ps = (uint64_t)(1000.0 / m->clock_ghz + 0.5);
+    if (!m->cycle_ps) m->cycle_ps = (uint64_t)(1000.0 / m->clock_ghz + 0.5);  /* a config without cycle_ps */
     m->l2_ps = (uint64_t)m->l2_geom[2] * m->cycle_ps;
     if ((double)m->l2_ps >= cf->local_ns * 1000.0) {
         model_seterr(cf->err, cf->errlen, "%s: L2 latency (%u cycles) must be below local_ns", cf->path, m->l2_geom[2]);

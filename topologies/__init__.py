@@ -146,6 +146,13 @@ class Topology:
 
     # --- derived -----------------------------------------------------------
     @property
+    def cycle_ps(self) -> int:
+        """One cycle of the clock in whole ps, rounded half to even: the one
+        figure the engine's per-vCPU clock (configs/qemu.py) and the timing
+        model (its config's cycle_ps) both use, so they agree by construction."""
+        return max(1, round(1000.0 / self.clock_ghz))
+
+    @property
     def cpus(self) -> int:
         return self.nodes * self.cpus_per_node
 
