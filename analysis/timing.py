@@ -64,10 +64,20 @@ def render(con, run_id: int, w) -> None:
       f"remote share of misses {100.0 * (tot['r'] or 0) / max(m, 1):.1f} %, "
       f"average miss latency {(tot['mp'] or 0) / max(m, 1) / 1000:.1f} ns, "
       f"{tot['c2c'] or 0:,} cache-to-cache transfers")
+    core = con.execute("SELECT SUM(stall_ps) s, SUM(prefetches) pf, SUM(dep_stall_ps) dep, SUM(fb_stall_ps) fb, "
+                       "SUM(rob_stall_ps) rob, SUM(sb_stall_ps) sb, SUM(fence_stall_ps) fence "
+                       "FROM timing_cpu WHERE run_id = ?", (run_id,)).fetchone()
+    if core["s"] and (core["dep"] or core["fb"] or core["rob"] or core["sb"] or core["fence"] or core["pf"]):
+        # model 2's core: what the CPUs waited for (the rest: L2 hits and misses of a blocking core)
+        w(f"  the cores waited {core['s'] / 1e9:.1f} ms: " + ", ".join(
+            f"{name} {100.0 * (core[k] or 0) / core['s']:.0f} %" for k, name in (
+                ("dep", "for a value still arriving"), ("fb", "for a fill buffer"), ("rob", "with the window full"),
+                ("sb", "with the store buffer full"), ("fence", "in lock operations")))
+          + f"; {core['pf'] or 0:,} lines prefetched")
     hops = con.execute("SELECT hops, misses, lat_ps, lock_xfers, lock_ps FROM timing_hops WHERE run_id = ? "
                        "ORDER BY hops", (run_id,)).fetchall()
     if hops:
-        w("  by hop count:   " + "  ".join(f"{h['hops']}: {h['misses']:,} misses @ {h['lat_ps'] / max(h['misses'], 1) / 1000:.0f} ns"
+        w("  by hop count (misses and prefetches): " + "  ".join(f"{h['hops']}: {h['misses']:,} misses @ {h['lat_ps'] / max(h['misses'], 1) / 1000:.0f} ns"
                                            for h in hops if h["misses"]))
         locks = [h for h in hops if h["lock_xfers"]]
         if locks:
