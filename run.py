@@ -236,11 +236,13 @@ def cmd_query(argv) -> int:
     p.add_argument("--parquet", metavar="FILE", help="write the result to a Parquet file (pyarrow) for pandas")
     p.add_argument("--db", default="results.db")
     a = p.parse_args(argv)
+    refused = []
     try:
         con = db.connect(a.db, readonly=True)
+        con.set_authorizer(lambda action, *_: _query_authorizer(action, refused))
         cols, rows = db.query(con, a.sql)
     except (db.SchemaError, sqlite3.Error) as e:
-        fail(f"{a.db}: {e}")
+        fail(f"{a.db}: " + (f"the query is read-only: {refused[0]} refused" if refused else str(e)))
     if a.parquet:
         from analysis import export
         try:
@@ -251,6 +253,20 @@ def cmd_query(argv) -> int:
         return 0
     print(summary.csv_text(cols, rows) if a.csv else summary.table(cols, rows), end="")
     return 0
+
+
+def _query_authorizer(action: int, refused: list) -> int:
+    """The database is opened read-only, so writing to it fails; but ATTACH
+    (VACUUM INTO attaches too) opens, or creates, any file read-write, and
+    temporary objects are writes too: refused, their name noted in `refused`."""
+    import sqlite3
+    names = {sqlite3.SQLITE_ATTACH: "ATTACH", sqlite3.SQLITE_DETACH: "DETACH",
+             **{getattr(sqlite3, f"SQLITE_CREATE_TEMP_{k}"): f"CREATE TEMP {k}"
+                for k in ("INDEX", "TABLE", "TRIGGER", "VIEW")}}
+    if action in names:
+        refused.append(names[action])
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
 
 
 def _schema_help(path: str) -> str:

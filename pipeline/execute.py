@@ -85,6 +85,9 @@ def prepare(spec: RunSpec) -> Prepared:
             raise timing.TimingError(f"--timing: expected off, fast or detailed, got {spec.timing!r}")
         if spec.timing != "off":
             timing.check(topo, spec.timing, spec.qemu_mode)
+        if spec.no_stalls and spec.timing != "detailed":
+            raise timing.TimingError(f"--no-stalls: only with --timing detailed (it keeps the model's stalls off the "
+                                     f"guest's clocks); --timing {spec.timing} prices no access, so has no stalls")
     except (topologies.TopologyError, experiments.ExperimentError, kernel.BuildError, qemu.EngineError,
             qemu_build.EngineBuildError, timing.TimingError, disks.DiskError) as e:
         raise InputError(str(e)) from None

@@ -12,6 +12,7 @@ import pytest
 
 import topologies
 from analysis import browse, datasette_metadata, db, export
+from tests import bootstrapped
 from tests.e2e import REPO
 from tests.conftest import VMLAB_ENV
 from tests.runrows import run_start
@@ -105,7 +106,7 @@ def test_browse_without_a_database_is_one_line(tmp_path, capsys):
 
 
 def test_parquet_round_trips_types_and_nulls(tmp_path):
-    pq = pytest.importorskip("pyarrow.parquet")
+    pq = bootstrapped.pip("pyarrow.parquet", "pyarrow")
     cols = ["i", "f", "mixed", "s", "empty"]
     rows = [(1, 1.5, 1, "a", None), (None, None, 2.5, None, None), (3, 2.0, 3, "c", None)]
     assert export.parquet(cols, rows, tmp_path / "o.parquet") == 3
@@ -122,7 +123,7 @@ def test_parquet_to_an_unwritable_place_fails_cleanly(tmp_path):
 
 
 def test_query_parquet_end_to_end(tmp_path):
-    pq = pytest.importorskip("pyarrow.parquet")
+    pq = bootstrapped.pip("pyarrow.parquet", "pyarrow")
     con = fresh(tmp_path)
     for name in ("x86-2s", "gs1280-8"):
         db.start_run(con, run_start(topologies.load(name)))

@@ -22,6 +22,9 @@ def run(args, tmp):
     (["--param", "chunkz=3"], "unknown parameter 'chunkz'"),
     (["--param", "cycles=x"], "'cycles': expected int"),
     (["--kernel", "nosuch-patches"], "patch set"),
+    (["--no-stalls"], "--no-stalls: only with --timing detailed"),  # --timing off is the default
+    (["--no-stalls", "--timing", "off"], "--no-stalls: only with --timing detailed"),
+    (["--no-stalls", "--timing", "fast"], "--no-stalls: only with --timing detailed"),
 ])
 def test_bad_input_one_line_exit_2_no_database(tmp_path, args, expect):
     r = run(args, tmp_path)
@@ -76,6 +79,24 @@ def test_list_and_query(tmp_path):
     w = subprocess.run([sys.executable, str(REPO / "run.py"), "query", "DELETE FROM runs",
                         "--db", str(tmp_path / "r.db")], env=ENV, capture_output=True, text=True)
     assert w.returncode == 2 and "readonly" in w.stderr
+
+
+@pytest.mark.parametrize("sql, refused", [
+    ("ATTACH DATABASE '{out}' AS x", "ATTACH"),
+    ("VACUUM INTO '{out}'", "ATTACH"),  # VACUUM INTO attaches its output
+    ("CREATE TEMP TABLE t AS SELECT 1", "CREATE TEMP TABLE"),
+])
+def test_query_refuses_what_writes_and_creates_nothing(tmp_path, sql, refused):
+    from analysis import db
+    db.connect(tmp_path / "r.db").close()
+    before = {p.name for p in tmp_path.iterdir()}
+    out = tmp_path / "made-by-the-query.db"
+    q = subprocess.run([sys.executable, str(REPO / "run.py"), "query", sql.format(out=out),
+                        "--db", str(tmp_path / "r.db")], env=ENV, capture_output=True, text=True, cwd=tmp_path)
+    assert q.returncode == 2 and q.stdout == ""
+    assert q.stderr.splitlines() == [f"error: {tmp_path / 'r.db'}: the query is read-only: {refused} refused"]
+    # nothing new but the database's own WAL files, which any read-only query opens
+    assert not out.exists() and {p.name for p in tmp_path.iterdir()} - before <= {"r.db-wal", "r.db-shm"}
 
 
 def test_show_prints_the_stored_summary_and_names_a_missing_run(tmp_path):

@@ -2,7 +2,6 @@
 timing/model_int.h) and read by experiments/facts.py: what the Python reader
 sees is what the C compiler sees, and the tables that repeat a list agree
 with it."""
-import shutil
 import subprocess
 
 import pytest
@@ -10,6 +9,7 @@ import pytest
 import timing as T
 from analysis import db, records as R, timing as timing_db
 from experiments import facts
+from tests import bootstrapped
 
 PRINT = r"""
 #include <stdio.h>
@@ -35,8 +35,7 @@ int main(void)
 
 
 def test_python_reads_what_the_c_compiler_sees(tmp_path):
-    if not shutil.which("gcc"):
-        pytest.skip("no host gcc")
+    bootstrapped.apt("build-essential")  # gcc
     src = tmp_path / "p.c"
     src.write_text(PRINT)
     exe = tmp_path / "p"

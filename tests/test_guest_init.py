@@ -10,14 +10,14 @@ import pytest
 
 import experiments
 from images import initramfs
+from tests import bootstrapped
 
 REPO_LIB = experiments.LIB
 
 
 @pytest.fixture(scope="module")
 def init_bin(tmp_path_factory):
-    if not shutil.which("gcc"):
-        pytest.skip("no host gcc")
+    bootstrapped.apt("build-essential")  # gcc
     out = tmp_path_factory.mktemp("init") / "init"
     subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-sign-compare", "-Wno-unused-parameter",
                     f"-I{REPO_LIB}", "-o", str(out), str(initramfs.INIT_C), *map(str, experiments.lib_sources())],
@@ -42,9 +42,7 @@ def test_swap_header_fields(init_bin, tmp_path):
 
 
 def test_swap_header_matches_util_linux_mkswap(init_bin, tmp_path):
-    mkswap = shutil.which("mkswap") or shutil.which("/sbin/mkswap")
-    if not mkswap:
-        pytest.skip("util-linux mkswap not installed")
+    mkswap = str(bootstrapped.apt("util-linux"))
     ours, theirs = tmp_path / "ours.img", tmp_path / "theirs.img"
     for p in (ours, theirs):
         p.write_bytes(bytes(3 << 20))

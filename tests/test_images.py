@@ -4,6 +4,7 @@ import stat
 import pytest
 
 from images import initramfs, kernel
+from tests import bootstrapped
 
 
 def read_cpio(blob: bytes):
@@ -45,10 +46,7 @@ def test_run_archive_appends_a_second_archive():
 
 
 def test_kernel_key_depends_on_patchset_and_flavor():
-    try:
-        kernel.source_version()
-    except kernel.BuildError:
-        pytest.skip("linux-source-6.1 not installed")
+    bootstrapped.apt(kernel.SOURCE_PACKAGE)
     k1 = kernel.key(kernel.Variant())
     k2 = kernel.key(kernel.Variant(flavor="lockstat"))
     assert k1 != k2 and k1 == kernel.key(kernel.Variant())
@@ -168,10 +166,7 @@ def test_alpha_archive_has_compiled_init_and_no_busybox(tmp_path):
 
 
 def test_alpha_kernel_key_includes_arch_fixes(tmp_path, monkeypatch):
-    try:
-        kernel.source_version()
-    except kernel.BuildError:
-        pytest.skip("linux-source-6.1 not installed")
+    bootstrapped.apt(kernel.SOURCE_PACKAGE)
     alpha = kernel.Variant(arch="alpha")
     assert [p.name for p in kernel.all_patches(alpha)] == [p.name for p in kernel.arch_fixes("alpha")]
     assert kernel.arch_fixes("alpha") and not kernel.arch_fixes("x86_64")

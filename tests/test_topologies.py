@@ -257,16 +257,22 @@ def test_hmat_latency_and_bandwidth_qemu_cannot_encode(tmp_path):
 
 
 @pytest.mark.parametrize("name", [n for n in T.available() if T.load(n).guest_isa == "x86_64"])
-def test_the_hmat_check_reads_the_values_numa_args_gives_qemu(name):
+def test_the_slit_and_hmat_checks_read_the_values_numa_args_gives_qemu(name):
+    """check_distances refuses what numa_extremes derives from the file's
+    figures: those must be the values numa_args puts on QEMU's command line."""
     from configs import qemu
     t = T.load(name)
     args = " ".join(qemu.numa_args(t))
     import re
+    dists = [int(v) for v in re.findall(r"dist,src=\d+,dst=\d+,val=(\d+)", args)]
     bws = {int(v) for v in re.findall(r"bandwidth=(\d+)M", args)}
     lats = {int(v) for v in re.findall(r"latency=(\d+)", args)}
-    assert bws == {round(t.memory_bandwidth_gbps * 1000)} | (
-        {round(min(t.memory_bandwidth_gbps, t.link_bandwidth_gbps) * 1000)} if t.nodes > 1 else set())
-    assert max(lats) == round(t.local_latency_ns + t.max_hops() * t.hop_latency_ns)
+    slit, far, mbps = T.numa_extremes(t.nodes, t.max_hops(), t.local_latency_ns, t.hop_latency_ns,
+                                      t.memory_bandwidth_gbps, t.link_bandwidth_gbps)
+    assert (t.nodes == 1) == (not dists)
+    assert max(dists, default=10) == round(slit)
+    assert max(lats) == round(far)
+    assert bws == mbps
 
 
 @pytest.mark.parametrize("old, new, field, expect", [

@@ -194,7 +194,7 @@ class Topology:
         for i in range(n):
             for j in range(n):
                 if i != j:
-                    v = round(10.0 * self.latency_ns(i, j) / self.local_latency_ns)
+                    v = round(slit_distance(self.local_latency_ns, self.latency_ns(i, j)))
                     out[i][j] = min(254, max(11, v))  # remote must read > local
         return out
 
@@ -336,14 +336,30 @@ def check_counts(path, guest_isa: str, count: int, cpn: int) -> None:
                             f"lacks), got {max_apic_id(count, cpn)} for {count} x {cpn}")
 
 
+def slit_distance(local_ns: float, latency_ns: float) -> float:
+    """A node's ACPI SLIT distance before rounding: 10 x its latency ratio (10 is local)."""
+    return 10.0 * latency_ns / local_ns
+
+
+def numa_extremes(count: int, max_hops: int, local: float, hop: float, mbw: float,
+                  lbw: float) -> tuple[float, float, set[int]]:
+    """What configs/qemu.py numa_args will give QEMU, from a topology file's
+    figures before a Topology exists (check_distances checks these): the
+    farthest node's SLIT distance and HMAT latency in ns, both before
+    rounding, and the HMAT bandwidths in whole MB/s."""
+    far = local + max_hops * hop
+    gbps = {mbw} | ({min(mbw, lbw)} if count > 1 else set())
+    return slit_distance(local, far), far, {round(g * 1000) if g * 1000 < 1 << 64 else 1 << 64 for g in gbps}
+
+
 def check_distances(path, guest_isa: str, count: int, max_hops: int, local: float, hop: float,
                     mbw: float, lbw: float) -> None:
     """SLIT and HMAT values QEMU can encode (configs/qemu.py numa_args: SLIT
     10 x the latency ratio, HMAT latency in whole ns, bandwidth in whole MB/s)."""
-    far = local + max_hops * hop
+    slit, far, values = numa_extremes(count, max_hops, local, hop, mbw, lbw)
     # Compared before rounding (round(x) > n for x > n + 0.5, ties to even):
     # round() of an overflowed float would raise instead of refusing.
-    if count > 1 and 10.0 * far / local > QEMU_NUMA_DISTANCE_MAX + 0.5:
+    if count > 1 and slit > QEMU_NUMA_DISTANCE_MAX + 0.5:
         raise TopologyError(path, "interconnect.hop_latency_ns",
                             f"a farthest node ({max_hops} hops) at most {QEMU_NUMA_DISTANCE_MAX / 10:g} x the local "
                             f"latency (its SLIT distance, 10 x the ratio, must be <= {QEMU_NUMA_DISTANCE_MAX}, QEMU's "
@@ -354,8 +370,6 @@ def check_distances(path, guest_isa: str, count: int, max_hops: int, local: floa
         raise TopologyError(path, "memory.local_latency_ns",
                             f"latencies up to {QEMU_HMAT_MAX_ENTRY} ns (QEMU's HMAT stores them as 16-bit multiples "
                             f"of a base that can be 1 ns), got {far:g} ns for the farthest node")
-    gbps = {mbw} | ({min(mbw, lbw)} if count > 1 else set())
-    values = {round(g * 1000) if g * 1000 < 1 << 64 else 1 << 64 for g in gbps}  # MB/s, as numa_args gives them
     bitmap = 0
     for v in values:
         bitmap |= v << 20  # "-numa hmat-lb,...,bandwidth=<v>M": bytes per second
