@@ -107,3 +107,22 @@ def test_a_queue_smaller_than_the_fill_buffers_is_refused(tmp_path):
     p.write_text(src)
     with pytest.raises(topologies.TopologyError, match=r"core.l2_queue': at least core.fill_buffers"):
         topologies.load(str(p))
+
+
+def test_loaded_latency_rises_toward_saturation_and_bandwidth_stops_at_the_node_s(harness, tmp_path):
+    """MLC's --loaded_latency shape: flat while the controller has room, then
+    rising as the node's CPUs ask for more than its bandwidth, which they
+    never get past (a socket's 20 cores, scaled: x86-2s with 20 CPUs a node)."""
+    src = (topologies.HERE / "x86-2s.toml").read_text().replace("cpus_per_node = 4", "cpus_per_node = 20")
+    p = tmp_path / "x20.toml"
+    p.write_text(src)
+    text = T.config_text(topologies.load(str(p)), "detailed", tmp_path / "o.json")
+    cfg = tmp_path / "x20.conf"
+    cfg.write_text(text)
+    r = subprocess.run([str(harness), str(cfg), "loaded"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and "ok loaded curve of 20 CPUs" in r.stdout, r.stdout + r.stderr
+    rows = [tuple(map(float, ln.split())) for ln in r.stdout.splitlines()[1:21]]
+    (_, bw1, lat1), (_, bw20, lat20) = rows[0], rows[-1]
+    assert lat1 == pytest.approx(81.0, abs=1.0)                       # idle: the topology's latency
+    assert lat20 > 2 * lat1                                            # saturated: queues, as MLC's curve climbs
+    assert bw20 == pytest.approx(105.0, rel=0.05) and bw20 < 20 * bw1   # capped at the node's bandwidth

@@ -4,7 +4,12 @@
  * config's own numbers (latency, fill buffers, L2 queue, window), not
  * against a recorded result. Prints "ok <figures>" or "FAIL <why>".
  *
- *   core_mlp CONFIG chase|random|stream|stores|rob|atomic|prefetch-random|node-stream
+ *   core_mlp CONFIG chase|random|stream|stores|rob|atomic|prefetch-random|node-stream|loaded
+ *
+ * loaded: the loaded-latency curve (as Intel MLC --loaded_latency draws it):
+ * 1, 2, ... of node 0's CPUs stream at once; per count, the bandwidth they get
+ * and the average latency of the lines they fetch. Prints a table, checks
+ * that latency only grows and bandwidth never passes the node's.
  */
 #include "model_int.h"
 #include <stdio.h>
@@ -157,6 +162,36 @@ int main(int argc, char **argv) {
         double want = ncpu * one < cap ? ncpu * one : cap;
         bad = within("GB/s of a node's CPUs streaming together", gbps, 0.85 * want, 1.02 * cap);
         printf("%s GBps %.2f cpus %d memory_GBps %.2f expected %.2f\n", bad ? "" : "ok", gbps, ncpu, cap, want);
+    } else if (!strcmp(s, "loaded")) {
+        int ncpu = 0, cpus[MAX_CPUS];
+        for (int i = 0; i < m->ncpus; i++)
+            if (m->cpu[i].node == 0) cpus[ncpu++] = i;
+        double cap = (double)(64 * 1000) / m->mem_service_ps, last_lat = 0;
+        uint64_t per = 2ull << 20, base = 1ull << 24;
+        printf("cpus GBps avg_latency_ns\n");
+        for (int k = 1; k <= ncpu && !bad; k++) {
+            vm_model_free(m);
+            m = vm_model_new(argv[1], err, sizeof err);
+            double t0[MAX_CPUS];
+            for (int i = 0; i < k; i++) t0[i] = m->cpu[cpus[i]].c.time_ps / 1000.0;
+            for (uint64_t off = 0; off < per; off += 64 * 16)
+                for (int i = 0; i < k; i++)
+                    for (uint64_t a = base + i * per + off; a < base + i * per + off + 64 * 16; a += 16) {
+                        vm_insns(m, cpus[i], 1, VM_USER);
+                        vm_access(m, cpus[i], a, a, 0, VM_F_USER, VM_SYM_USER);
+                    }
+            double span = 0;
+            for (int i = 0; i < k; i++) {
+                double d = m->cpu[cpus[i]].c.time_ps / 1000.0 - t0[i];
+                if (d > span) span = d;
+            }
+            double gbps = (double)(per * k) / span, lat = (double)m->hop_ps[0] / m->hop_n[0] / 1000.0;
+            printf("%d %.2f %.1f\n", k, gbps, lat);
+            bad = (lat < 0.999 * last_lat && fail("latency falls with load", lat, last_lat, 1e9)) ||
+                  within("GB/s under load", gbps, 0, 1.02 * cap);
+            last_lat = lat;
+        }
+        if (!bad) printf("ok loaded curve of %d CPUs, memory_GBps %.2f\n", ncpu, cap);
     } else {
         printf("FAIL unknown scenario %s\n", s);
         bad = 1;
