@@ -270,22 +270,27 @@ static inline void count_access(model_t *m, cpu_t *p, unsigned flags, uint32_t s
     else p->c.loads++;
 }
 
-/* home: the line's home node (the CPU-node x home-node matrix); hops: the
- * distance the miss is binned by (to the home, or to the owning cache). */
-static inline void count_miss(model_t *m, cpu_t *p, int home, int hops, uint64_t lat, uint32_t sym, int kind) {
-    p->c.misses++;
-    if (hops) p->c.remote++;
+/* A line fetched from home (the CPU-node x home-node matrix) over hops (the
+ * distance it is binned by: to the home, or to the owning cache): demand
+ * misses and prefetches alike are memory traffic. */
+static inline void count_fetch(model_t *m, cpu_t *p, int home, int hops, uint64_t lat) {
     m->matrix_n[p->node][home]++;
     m->matrix_ps[p->node][home] += lat;
     m->hop_n[hops]++;
     m->hop_ps[hops] += lat;
     uint64_t bin = lat / (HIST_NS * 1000);
     m->hist[hops][bin < HIST_BINS ? bin : HIST_BINS - 1]++;
+    if (++m->window_misses >= WINDOW_MISSES) close_window(m);
+}
+
+static inline void count_miss(model_t *m, cpu_t *p, int home, int hops, uint64_t lat, uint32_t sym, int kind) {
+    p->c.misses++;
+    if (hops) p->c.remote++;
     m->sym[sym].misses++;
     if (hops) m->sym[sym].remote++;
     m->kind[kind].misses++;
     if (hops) m->kind[kind].remote++;
-    if (++m->window_misses >= WINDOW_MISSES) close_window(m);
+    count_fetch(m, p, home, hops, lat);
 }
 
 /* A lock operation that had to fetch or claim its line, binned by the
@@ -304,19 +309,6 @@ static inline void charge(model_t *m, cpu_t *p, uint64_t lat, uint32_t sym, int 
     p->c.time_ps += lat;
     m->sym[sym].stall_ps += lat;
     m->kind[kind].stall_ps += lat;
-}
-
-/* A prefetch that went to memory: traffic in the matrix and hop histogram
- * (where the data came from), not a demand miss. */
-static inline void count_prefetch(model_t *m, cpu_t *p, int home, int hops, uint64_t lat) {
-    p->c.prefetches++;
-    m->matrix_n[p->node][home]++;
-    m->matrix_ps[p->node][home] += lat;
-    m->hop_n[hops]++;
-    m->hop_ps[hops] += lat;
-    uint64_t bin = lat / (HIST_NS * 1000);
-    m->hist[hops][bin < HIST_BINS ? bin : HIST_BINS - 1]++;
-    if (++m->window_misses >= WINDOW_MISSES) close_window(m);
 }
 
 /* --- the core: outstanding misses, store buffer, streamer (model_core.h) ----------- */
@@ -426,7 +418,8 @@ static void stream_train(model_t *m, int c, uint64_t line, uint64_t now) {
         m->now_ps = now;
         txn_t t = {.p = p, .c = c, .me = p->node, .home = m->gran_node[g], .excl = 0, .st2 = S_INV, .line = pl};
         transact(m, &t, dir_index(m, pa), -1, 0);
-        count_prefetch(m, p, t.home, t.hops, t.lat);
+        p->c.prefetches++;
+        count_fetch(m, p, t.home, t.hops, t.lat);
         k->sq_ready[q] = now + t.lat;
         infl_set(k, pl, now + t.lat);
         s->ahead = o;

@@ -33,29 +33,6 @@
 #include <emmintrin.h>
 #endif
 
-#define MPOL_BIND 2
-
-static int pin(int cpu)
-{
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof set, &set);
-}
-
-static char *node_alloc(size_t size, int node)
-{
-	char *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	unsigned long mask[4] = {0};
-	mask[node / 64] = 1ul << (node % 64);
-	if (vl_numa() && syscall(SYS_mbind, p, size, MPOL_BIND, mask, 256ul, 0ul))
-		perror("bwprobe: mbind");
-	memset(p, 1, size); /* fault every page in on the bound node, outside the timed loops */
-	return p;
-}
-
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 static uint64_t xorshift(void)
 {
@@ -173,7 +150,7 @@ static void emit(const char *test, int node, int distance, int cpu, double bytes
 
 static void probe_node(int node, int distance, int cpu, size_t size)
 {
-	char *buf = node_alloc(size, node);
+	char *buf = vl_node_alloc(size, node);
 	if (!buf) {
 		perror("bwprobe: mmap");
 		exit(1);
@@ -217,7 +194,7 @@ struct slice { char *b; size_t n; int cpu; double ms; pthread_barrier_t *bar; };
 static void *reader(void *arg)
 {
 	struct slice *s = arg;
-	pin(s->cpu);
+	vl_pin(s->cpu);
 	do_read(s->b, s->n); /* warm: TLB, and the vCPUs all in the loop */
 	pthread_barrier_wait(s->bar);
 	T0();
@@ -228,24 +205,10 @@ static void *reader(void *arg)
 
 static void node_threads(int node, int cpu, size_t size)
 {
-	char path[96];
-	snprintf(path, sizeof path, "/sys/devices/system/node/node%d/cpulist", node);
-	char *s = vl_slurp(path);
-	int cpus[256], nc = 0;
-	for (char *q = s; q && *q && nc < 256;) {
-		long a = strtol(q, &q, 10), b = a;
-		if (*q == '-')
-			b = strtol(q + 1, &q, 10);
-		for (long c = a; c <= b && nc < 256; c++)
-			cpus[nc++] = (int)c;
-		if (*q != ',')
-			break;
-		q++;
-	}
-	free(s);
+	int cpus[256], nc = vl_node_cpus(node, cpus, 256);
 	if (nc == 0)
 		cpus[nc++] = cpu;
-	char *buf = node_alloc(size, node);
+	char *buf = vl_node_alloc(size, node);
 	pthread_barrier_t bar;
 	pthread_barrier_init(&bar, NULL, (unsigned)nc);
 	struct slice sl[256];
@@ -270,7 +233,7 @@ static void node_threads(int node, int cpu, size_t size)
 	vl_emit(&b);
 	vl_metric("node_read_gbps", (double)per * nc / (worst * 1e6), "GB/s");
 	munmap(buf, size);
-	pin(cpu);
+	vl_pin(cpu);
 }
 
 int main(int argc, char **argv)
@@ -292,7 +255,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bwprobe: --buf-mib must be positive\n");
 		return 2;
 	}
-	if (pin((int)cpu)) {
+	if (vl_pin((int)cpu)) {
 		perror("bwprobe: sched_setaffinity");
 		return 1;
 	}

@@ -23,29 +23,6 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
-#define MPOL_BIND 2
-
-static int pin(int cpu)
-{
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof set, &set);
-}
-
-static void *node_alloc(size_t size, int node)
-{
-	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	unsigned long mask[4] = {0};
-	mask[node / 64] = 1ul << (node % 64);
-	if (vl_numa() && syscall(SYS_mbind, p, size, MPOL_BIND, mask, 256ul, 0ul))
-		perror("latprobe: mbind");
-	memset(p, 1, size);  /* fault every page in on the bound node */
-	return p;
-}
-
 /* share of sampled pages that really are on `node` (move_pages, query mode) */
 static double on_node(char *p, size_t size, int node)
 {
@@ -89,7 +66,7 @@ struct turn { int cpu, side; unsigned long instance; int ran_on, pinned; double 
 static void *player(void *arg)
 {
 	struct turn *t = arg;
-	t->pinned = pin(t->cpu) == 0;
+	t->pinned = vl_pin(t->cpu) == 0;
 	t->ran_on = sched_getcpu();
 	vl_phase_begin(VL_PHASE_LATPROBE_PINGPONG, t->instance);
 	double first = 0;
@@ -134,25 +111,11 @@ static double pause_ns(long turns)
 
 static int first_cpu_of(int node, int not_cpu)
 {
-	char path[96];
-	snprintf(path, sizeof path, "/sys/devices/system/node/node%d/cpulist", node);
-	char *s = vl_slurp(path);
-	if (!s)
-		return -1;
-	int found = -1;
-	for (char *q = s; *q && found < 0;) {  /* "a-b,c,..." */
-		long a = strtol(q, &q, 10), b = a;
-		if (*q == '-')
-			b = strtol(q + 1, &q, 10);
-		for (long c = a; c <= b; c++)
-			if (c != not_cpu) { found = (int)c; break; }
-		if (*q == ',')
-			q++;
-		else if (*q != '-' && !(*q >= '0' && *q <= '9'))
-			break;
-	}
-	free(s);
-	return found;
+	int cpus[256], n = vl_numa() ? vl_node_cpus(node, cpus, 256) : 0; /* no NUMA: no partner node */
+	for (int i = 0; i < n; i++)
+		if (cpus[i] != not_cpu)
+			return cpus[i];
+	return -1;
 }
 
 int main(int argc, char **argv)
@@ -176,7 +139,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "latprobe: --buf-mib and --laps must be positive\n");
 		return 2;
 	}
-	if (pin((int)cpu)) {
+	if (vl_pin((int)cpu)) {
 		perror("latprobe: sched_setaffinity");
 		return 1;
 	}
@@ -228,7 +191,7 @@ int main(int argc, char **argv)
 	uint32_t *order = malloc(lines * sizeof *order);
 	for (int k = 0; k < nt; k++) {
 		int node = target[k];
-		char *buf = node_alloc(size, node);
+		char *buf = vl_node_alloc(size, node);
 		if (!buf) {
 			perror("latprobe: mmap");
 			return 1;
@@ -267,7 +230,7 @@ int main(int argc, char **argv)
 		int partner = first_cpu_of(node, (int)gcpu);
 		if (partner < 0 || increments == 0)
 			continue;
-		long *line = node_alloc(4096, (int)home);
+		long *line = vl_node_alloc(4096, (int)home);
 		counter = line;
 		*counter = 0;
 		struct turn a = {(int)gcpu, 0, (unsigned long)node, -1, 0, 0}, c = {partner, 1, (unsigned long)node, -1, 0, 0};
@@ -277,7 +240,7 @@ int main(int argc, char **argv)
 		player(&a);
 		pthread_join(th, NULL);
 		t1 = vl_now_ms(CLOCK_MONOTONIC);
-		pin((int)gcpu);
+		vl_pin((int)gcpu);
 		b = vl_record("pingpong");
 		vl_kint(&b, "cpu", gcpu);
 		vl_kint(&b, "partner", partner);

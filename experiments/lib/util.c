@@ -1,5 +1,7 @@
 /* vmlab guest library: small helpers every reproducer needs. */
 #include "vmlab.h"
+#include <sys/mman.h>
+#include <sys/syscall.h>
 
 long vl_opt_long(const char *prog, const char *name, const char *s)
 {
@@ -12,10 +14,48 @@ long vl_opt_long(const char *prog, const char *name, const char *s)
 	return v;
 }
 
-void vl_pin(int cpu)
+int vl_pin(int cpu)
 {
 	cpu_set_t set;
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
-	sched_setaffinity(0, sizeof set, &set);
+	return sched_setaffinity(0, sizeof set, &set);
+}
+
+#define VL_MPOL_BIND 2
+
+void *vl_node_alloc(size_t size, int node)
+{
+	char *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	unsigned long mask[4] = {0};
+	mask[node / 64] = 1ul << (node % 64);
+	if (vl_numa() && syscall(SYS_mbind, p, size, VL_MPOL_BIND, mask, 256ul, 0ul))
+		perror("vl_node_alloc: mbind");
+	memset(p, 1, size);
+	return p;
+}
+
+int vl_node_cpus(int node, int *out, int max)
+{
+	char path[96];
+	char *s = vl_slurp(vl_node_file(path, sizeof path, node, "cpulist"));
+	int n = 0;
+	for (char *q = s; q && *q && n < max;) { /* "a-b,c,..." */
+		char *e;
+		long a = strtol(q, &e, 10), b = a;
+		if (e == q)
+			break;
+		q = e;
+		if (*q == '-')
+			b = strtol(q + 1, &q, 10);
+		for (long c = a; c <= b && n < max; c++)
+			out[n++] = (int)c;
+		if (*q != ',')
+			break;
+		q++;
+	}
+	free(s);
+	return n;
 }

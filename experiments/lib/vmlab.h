@@ -181,6 +181,13 @@ void vl_lockstat_match(vl_buf *b, const char *k, const char *path, const char **
 /* ---- small shared helpers (util.c) ----------------------------------------- */
 /* --name's value as a non-negative integer, or a message and exit(2) */
 long vl_opt_long(const char *prog, const char *name, const char *s);
-void vl_pin(int cpu);
+int vl_pin(int cpu);  /* 0, or -1 with errno (sched_setaffinity) */
+/* size bytes of anonymous memory bound to node (mbind; one node: plain),
+ * every page faulted in with memset, outside anyone's timed loop; NULL on
+ * failure. */
+void *vl_node_alloc(size_t size, int node);
+/* The CPUs of node (its sysfs cpulist, "a-b,c"), at most max into out;
+ * returns how many. */
+int vl_node_cpus(int node, int *out, int max);
 
 #endif

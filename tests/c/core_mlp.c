@@ -49,6 +49,25 @@ static int within(const char *what, double got, double lo, double hi) {
     return got < lo || got > hi ? fail(what, got, lo, hi) : 0;
 }
 
+/* CPUs cpus[0..k) each stream their own `per` bytes from base, 16 bytes an
+ * access, in turns of 64 accesses (as vCPUs take turns in quanta); returns
+ * the longest time any of them took, in ns. */
+static double stream_together(const int *cpus, int k, uint64_t base, uint64_t per) {
+    double t0[MAX_CPUS], span = 0;
+    for (int i = 0; i < k; i++) t0[i] = m->cpu[cpus[i]].c.time_ps / 1000.0;
+    for (uint64_t off = 0; off < per; off += 64 * 16)
+        for (int i = 0; i < k; i++)
+            for (uint64_t a = base + i * per + off; a < base + i * per + off + 64 * 16; a += 16) {
+                vm_insns(m, cpus[i], 1, VM_USER);
+                vm_access(m, cpus[i], a, a, 0, VM_F_USER, VM_SYM_USER);
+            }
+    for (int i = 0; i < k; i++) {
+        double d = m->cpu[cpus[i]].c.time_ps / 1000.0 - t0[i];
+        if (d > span) span = d;
+    }
+    return span;
+}
+
 int main(int argc, char **argv) {
     char err[512];
     if (argc != 3) return 2;
@@ -143,20 +162,8 @@ int main(int argc, char **argv) {
         int ncpu = 0, cpus[MAX_CPUS];
         for (int i = 0; i < m->ncpus; i++)
             if (m->cpu[i].node == 0) cpus[ncpu++] = i;
-        uint64_t per = 4ull << 20, base = 1ull << 24;
-        double t0[MAX_CPUS];
-        for (int i = 0; i < ncpu; i++) t0[i] = m->cpu[cpus[i]].c.time_ps / 1000.0;
-        for (uint64_t off = 0; off < per; off += 64 * 16)
-            for (int i = 0; i < ncpu; i++)
-                for (uint64_t a = base + i * per + off; a < base + i * per + off + 64 * 16; a += 16) {
-                    vm_insns(m, cpus[i], 1, VM_USER);
-                    vm_access(m, cpus[i], a, a, 0, VM_F_USER, VM_SYM_USER);
-                }
-        double span = 0;
-        for (int i = 0; i < ncpu; i++) {
-            double d = m->cpu[cpus[i]].c.time_ps / 1000.0 - t0[i];
-            if (d > span) span = d;
-        }
+        uint64_t per = 4ull << 20;
+        double span = stream_together(cpus, ncpu, 1ull << 24, per);
         double gbps = (double)(per * ncpu) / span, cap = (double)(64 * 1000) / m->mem_service_ps;
         double one = (k.streams ? k.l2_queue : k.fill_buffers) * 64 / lat_ns();
         double want = ncpu * one < cap ? ncpu * one : cap;
@@ -172,19 +179,7 @@ int main(int argc, char **argv) {
         for (int k = 1; k <= ncpu && !bad; k++) {
             vm_model_free(m);
             m = vm_model_new(argv[1], err, sizeof err);
-            double t0[MAX_CPUS];
-            for (int i = 0; i < k; i++) t0[i] = m->cpu[cpus[i]].c.time_ps / 1000.0;
-            for (uint64_t off = 0; off < per; off += 64 * 16)
-                for (int i = 0; i < k; i++)
-                    for (uint64_t a = base + i * per + off; a < base + i * per + off + 64 * 16; a += 16) {
-                        vm_insns(m, cpus[i], 1, VM_USER);
-                        vm_access(m, cpus[i], a, a, 0, VM_F_USER, VM_SYM_USER);
-                    }
-            double span = 0;
-            for (int i = 0; i < k; i++) {
-                double d = m->cpu[cpus[i]].c.time_ps / 1000.0 - t0[i];
-                if (d > span) span = d;
-            }
+            double span = stream_together(cpus, k, base, per);
             double gbps = (double)(per * k) / span, lat = (double)m->hop_ps[0] / m->hop_n[0] / 1000.0;
             printf("%d %.2f %.1f\n", k, gbps, lat);
             bad = (lat < 0.999 * last_lat && fail("latency falls with load", lat, last_lat, 1e9)) ||
