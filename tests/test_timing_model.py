@@ -28,8 +28,8 @@ def lib(tmp_path_factory):
     lib.vm_model_new.restype = ctypes.c_void_p
     lib.vm_model_new.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
     lib.vm_access.restype = ctypes.c_uint64
-    lib.vm_access.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
-                              ctypes.c_uint, ctypes.c_uint32]
+    lib.vm_access.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint,
+                              ctypes.c_uint32, ctypes.c_void_p]
     lib.vm_insns.restype = ctypes.c_uint64
     lib.vm_insns.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_int]
     lib.vm_phase.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64]
@@ -60,7 +60,7 @@ class Model:
         self.err = err.value.decode()
 
     def access(self, cpu, pa, flags=R, sym=1):
-        return self.lib.vm_access(self.m, cpu, pa, pa, 0, flags | USER, sym) / 1000.0  # ns
+        return self.lib.vm_access(self.m, cpu, pa, pa, flags | USER, sym, None) / 1000.0  # ns
 
     def results(self):
         assert self.lib.vm_write_results(self.m, None) == 0
@@ -189,7 +189,7 @@ def test_kernel_symbols_attribute_misses(lib, tmp_path):
         assert m.lib.vm_symbol(m.m, 0xFFFFFFFF81000150) == m.lib.vm_symbol(m.m, 0xFFFFFFFF81000100) != \
             m.lib.vm_symbol(m.m, 0xFFFFFFFF81000200)
         sym = m.lib.vm_symbol(m.m, 0xFFFFFFFF81000210)
-        m.lib.vm_access(m.m, 0, node_addr(t, 5), node_addr(t, 5), 0, 4, sym)
+        m.lib.vm_access(m.m, 0, node_addr(t, 5), node_addr(t, 5), 4, sym, None)
         syms = m.results()["symbols"]
         assert syms == [{"symbol": "beta_fn", "accesses": 1, "misses": 1, "remote": 1,
                          "stall_ps": syms[0]["stall_ps"], "lock_xfers": 0}] and syms[0]["stall_ps"] > 0

@@ -19,6 +19,7 @@
 #define VM_F_ATOMIC 2u   /* read-modify-write (lock prefix, xchg, ll/sc): needs the line exclusive */
 #define VM_F_KERNEL 4u   /* executed by kernel code */
 #define VM_F_USER   8u   /* executed by user code (neither: firmware / decompressor at boot) */
+#define VM_F_WIDE   16u  /* an 8-byte load: its value may be an address (see vm_access) */
 
 /* Execution kinds for the user/kernel split. */
 enum { VM_BOOT = 0, VM_KERNEL = 1, VM_USER = 2, VM_KINDS = 3 };
@@ -48,15 +49,18 @@ uint32_t vm_symbol(const model_t *m, uint64_t vaddr);
  * stall they cause (ps): a full reorder window behind a miss still out. */
 uint64_t vm_insns(model_t *m, int cpu, uint32_t n, int kind);
 
-/* One data access at guest-physical paddr (virtual vaddr); value: what an
- * 8-byte load returned (0 otherwise), so a later access whose address comes
- * from it is seen to depend on it. Returns the modeled stall in picoseconds
- * beyond the instruction's own cycle: with an out-of-order core only what the
- * core must wait for now (model_core.h), with a blocking one the access's
- * whole latency beyond an L1 hit. Accesses outside every node's memory are
- * counted and cost nothing. */
-uint64_t vm_access(model_t *m, int cpu, uint64_t paddr, uint64_t vaddr, uint64_t value, unsigned flags,
-                   uint32_t sym);
+/* One data access at guest-physical paddr (virtual vaddr). Returns the
+ * modeled stall in picoseconds beyond the instruction's own cycle: with an
+ * out-of-order core only what the core must wait for now (model_core.h),
+ * with a blocking one the access's whole latency beyond an L1 hit.
+ * An 8-byte load (VM_F_WIDE) whose data is still arriving may hold an address
+ * a later access depends on: then *value_slot (if value_slot is not NULL) is
+ * set to where the caller writes the value the load returned, before its
+ * next call for this cpu; otherwise it is set to NULL. Asking for the value
+ * only then keeps the caller from reading every load's value. Accesses
+ * outside every node's memory are counted and cost nothing. */
+uint64_t vm_access(model_t *m, int cpu, uint64_t paddr, uint64_t vaddr, unsigned flags, uint32_t sym,
+                   uint64_t **value_slot);
 
 /* Count an access that went to MMIO (no home node). */
 void vm_io_access(model_t *m, int cpu);

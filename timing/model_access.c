@@ -451,8 +451,14 @@ static uint64_t access_blocking(model_t *m, cpu_t *p, int c, uint64_t pa, unsign
 }
 
 /* --- the API ----------------------------------------------------------------------- */
-uint64_t vm_access(model_t *m, int c, uint64_t pa, uint64_t vaddr, uint64_t value, unsigned flags, uint32_t sym) {
+uint64_t vm_access(model_t *m, int c, uint64_t pa, uint64_t vaddr, unsigned flags, uint32_t sym,
+                   uint64_t **value_slot) {
     cpu_t *p = &m->cpu[c];
+    if (value_slot) *value_slot = NULL;
+    if (p->k.staged) {  /* the last load's value, now that the caller wrote it */
+        p->k.staged = 0;
+        pv_note(&p->k, p->k.stage_value, p->k.stage_ready);
+    }
     int kind = flags & VM_F_USER ? VM_USER : flags & VM_F_KERNEL ? VM_KERNEL : VM_BOOT;
     size_t g = pa >> GRAN_SHIFT;
     if (g >= m->ngran || m->gran_node[g] < 0) {
@@ -528,8 +534,11 @@ uint64_t vm_access(model_t *m, int c, uint64_t pa, uint64_t vaddr, uint64_t valu
         uint64_t drain = ready > k->sb_last ? ready : k->sb_last;
         k->sb_drain[(k->sb_head + k->sb_n++) % MAX_SB] = drain;
         k->sb_last = drain;
-    } else if (value && ready > p->c.time_ps) {
-        pv_note(k, value, ready);
+    } else if ((flags & VM_F_WIDE) && ready > p->c.time_ps && value_slot) {
+        k->staged = 1;  /* its value may be an address: the caller writes it into stage_value */
+        k->stage_value = 0;
+        k->stage_ready = ready;
+        *value_slot = &k->stage_value;
     }
     if (l1miss && m->core.streams) stream_train(m, c, line, now);
     return p->c.time_ps - t0;

@@ -72,7 +72,8 @@ typedef struct {
     uint32_t sb_head, sb_n;
     infl_t infl[INFL_SLOTS];
     pendval_t pv[PV_SLOTS];
-    uint32_t pv_next;
+    uint32_t pv_next, staged;   /* staged: stage_value (written by the caller) joins pv at the next access */
+    uint64_t stage_value, stage_ready;
     uint64_t pv_until;     /* latest pending value's ready time */
     stream_t st[MAX_STREAMS];
     uint64_t st_clock;

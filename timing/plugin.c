@@ -23,7 +23,8 @@
  * reorder window or store buffer, a lock operation's transaction) is charged
  * to the running vCPU's own clock with qemu_plugin_vcpu_stall_ps() (series
  * patch 0004), so the guest feels it. The model needs each 8-byte load's
- * value for the first of these (qemu_plugin_mem_get_value).
+ * value for the first of these (qemu_plugin_mem_get_value), and asks for it
+ * only when the load's line is still arriving.
  *
  * Lock lines and causality: vCPUs run one after another, each up to a
  * quantum ahead of the others, so a vCPU can see a value another vCPU wrote
@@ -157,16 +158,14 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t v
         return;
     }
     unsigned flags = (unsigned)(u & 15);
-    uint64_t value = 0;
-    if (qemu_plugin_mem_is_store(info)) {
-        flags |= VM_F_WRITE;
-    } else if (!(flags & VM_F_ATOMIC) && qemu_plugin_mem_size_shift(info) == 3) {
-        /* an 8-byte load may return an address: the model sees a later access that uses it */
+    if (qemu_plugin_mem_is_store(info)) flags |= VM_F_WRITE;
+    else if (!(flags & VM_F_ATOMIC) && qemu_plugin_mem_size_shift(info) == 3) flags |= VM_F_WIDE;
+    uint64_t pa = qemu_plugin_hwaddr_phys_addr(hw), *slot;
+    uint64_t ps = vm_access(M, (int)vcpu, pa, vaddr, flags, (uint32_t)(u >> 4), &slot);
+    if (slot) {  /* an 8-byte load still arriving: the model wants its value (it may be an address) */
         qemu_plugin_mem_value v = qemu_plugin_mem_get_value(info);
-        if (v.type == QEMU_PLUGIN_MEM_VALUE_U64) value = v.data.u64;
+        *slot = v.type == QEMU_PLUGIN_MEM_VALUE_U64 ? v.data.u64 : 0;
     }
-    uint64_t pa = qemu_plugin_hwaddr_phys_addr(hw);
-    uint64_t ps = vm_access(M, (int)vcpu, pa, vaddr, value, flags, (uint32_t)(u >> 4));
     if (!stalls) return;
     if (flags & VM_F_ATOMIC) ps += lock_causality(vcpu, info, pa & ~line_mask, flags & VM_F_WRITE);
     if (ps) qemu_plugin_vcpu_stall_ps(ps);

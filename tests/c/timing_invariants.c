@@ -37,7 +37,7 @@ int main(int argc, char **argv) {
   for (long s = 0; s < 2000000; s++) {
     int c = rand() % m->ncpus; int k = rand() % nl; int r = rand() % 10;
     unsigned f = r < 6 ? 0 : r < 9 ? VM_F_WRITE : VM_F_ATOMIC;
-    vm_access(m, c, lines[k] << 6, lines[k] << 6, 0, f | VM_F_USER, 1);
+    vm_access(m, c, lines[k] << 6, lines[k] << 6, f | VM_F_USER, 1, NULL);
     if (s % 7 == 0) vm_insns(m, c, 3, VM_USER);
     if (s % 97 == 0 && check(m, lines, nl, s)) return 1;
   }
