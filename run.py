@@ -325,7 +325,7 @@ def cmd_test(argv) -> int:
 
 
 def cmd_bench(argv) -> int:
-    from timing import bench
+    from pipeline import bench
     return bench.main(argv, REPO)
 
 

@@ -1,5 +1,7 @@
 """Small helpers every results module shares: rows inserted by column name,
-key figures into `metrics`, and the summary's number formats."""
+key figures into `metrics`, the summary's number formats and a run's hop
+distances. Results modules (experiments/<name>/results.py) import these;
+this module imports none of vmlab, so nothing here calls them back."""
 from __future__ import annotations
 
 import sqlite3
@@ -41,3 +43,13 @@ def f(v, fmt: str = "{:.2f}") -> str:
 
 def mib(kib) -> str:
     return "" if kib is None else f"{kib / 1024:.1f}"
+
+
+def hops_from_home(con, run_id, r, params) -> dict:
+    """Hops from the node of the CPU the experiment was pinned to (param cpu)."""
+    cpu = params.get("cpu", -1)
+    if cpu is None or cpu < 0:
+        return {}
+    home = cpu // (r["cpus"] // r["nodes"])
+    return {x["dst"]: x["hops"] for x in con.execute(
+        "SELECT dst, hops FROM guest_distances WHERE run_id = ? AND src = ?", (run_id, home))}

@@ -17,7 +17,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from analysis import db
+from analysis import db, studyfile
 from analysis.compare import _fmt, pct
 from analysis.seed_published import PUBLISHED, Pub
 from analysis.seed_tables import SEEDS, Row, forget, run_of
@@ -41,14 +41,15 @@ def seed_of(seed: str):
 def blocks(toml_text: str, seed: str) -> list[dict]:
     """The seed's [[matrix]] blocks of a study file: the one named after it and
     any named "<seed>-..." (004's zone_reclaim_mode=5 runs on vanilla only),
-    each with the study's top-level repeats when it has none; [] if none."""
+    read as the study runner reads them (analysis/studyfile.py: the top
+    level's axes, params and repeats under each block's own); [] if none, or
+    if the text is no study file the runner would take."""
     try:
-        data = tomllib.loads(toml_text)
-    except tomllib.TOMLDecodeError:
+        gs = studyfile.groups("study file", tomllib.loads(toml_text))
+    except (tomllib.TOMLDecodeError, ValueError):
         return []
-    mine = [g for g in data.get("matrix", []) if isinstance(g, dict)
-            and (str(g.get("name")) == seed or str(g.get("name")).startswith(seed + "-"))]
-    return [{**g, "repeats": g.get("repeats", data.get("repeats", 1))} for g in mine]
+    return [g for g in gs if g["name"] is not None
+            and (str(g["name"]) == seed or str(g["name"]).startswith(seed + "-"))]
 
 
 def block_names(toml_text: str, seed: str) -> list[str]:

@@ -10,7 +10,7 @@ import tomllib
 
 import experiments
 from analysis import timing as timing_summary
-from analysis.rows import f as _f, metrics as _metrics, mib as _mib
+from analysis.rows import f as _f, hops_from_home, metrics as _metrics, mib as _mib
 from experiments import facts
 
 # The reclaim counters every reproducer reports (experiments/lib/
@@ -237,16 +237,6 @@ def _guest_view(con, run_id, r, w):
       f"(max {max(x['hops'] for x in rows)} hops): {verdict}")
     for x in bad[:5]:
         w(f"         node {x['src']} -> {x['dst']}: guest {x['distance']}, expected {x['expected']}")
-
-
-def hops_from_home(con, run_id, r, params) -> dict:
-    """Hops from the node of the CPU the experiment was pinned to (param cpu)."""
-    cpu = params.get("cpu", -1)
-    if cpu is None or cpu < 0:
-        return {}
-    home = cpu // (r["cpus"] // r["nodes"])
-    return {x["dst"]: x["hops"] for x in con.execute(
-        "SELECT dst, hops FROM guest_distances WHERE run_id = ? AND src = ?", (run_id, home))}
 
 
 def _nodes(con, run_id, r, params, w):

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis import records as rec
+from experiments import records as rec
 
 # Guest time (--qemu-mode):
 # - icount (default): our series' per-vCPU clocks. Each vCPU's time is its own

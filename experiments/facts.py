@@ -4,6 +4,7 @@ the C headers that define them, so each is written once.
 experiments/lib/vmlab_facts.h holds the record tag, the phase-marker magic,
 the phase ids and names, and the reclaim counters the guest reports
 (TAG, MAGIC, PHASES, RECLAIM_COUNTERS here, read once on first use);
+experiments/records.py reads the tagged records built on TAG;
 timing/__init__.py reads the model's own facts from timing/model_int.h with
 the same reader (defines, integer, xmacro).
 

@@ -141,9 +141,10 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
     userland: the initramfs bytes to boot (a comparison boots every kernel
     with the same bytes); live: an object with record(r) and tick() for
     progress (analysis.summary.LiveProgress by default)."""
-    from analysis import db, records, summary
+    from analysis import db, summary
     from analysis.rows import insert, metric
     from analysis.runrow import RunEnd, RunStart
+    from experiments import records
     from images import initramfs
 
     spec, topo, exp, plan, variant = prep.spec, prep.topo, prep.exp, prep.plan, prep.variant

@@ -36,6 +36,7 @@ import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from analysis import studyfile
 from pipeline.execute import prepare
 from pipeline.spec import InputError, RunSpec
 
@@ -44,8 +45,6 @@ MAX_AXIS = 500
 MAX_REPEATS = 100
 AXES = ("topology", "experiment", "kernel", "seed", "timing", "flavor", "quantum_ns", "disk", "qemu_mode")
 RUN_FIELDS = {f.name for f in fields(RunSpec)} - {"params", "repeat"}
-TOP_KEYS = {"name", "description", "repeats", "axes", "run", "params", "experiment", "matrix"}
-GROUP_KEYS = {"name", "axes", "run", "params", "experiment", "repeats"}
 
 
 @dataclass
@@ -68,19 +67,11 @@ class Study:
 
 
 def _err(path, field, expected, got=None) -> InputError:
-    tail = "" if got is None else f", got {got!r}"
-    return InputError(f"{path}: field '{field}': expected {expected}{tail}")
+    return studyfile.err(path, field, expected, got, InputError)
 
 
 def _table(path, data, field, allowed=None) -> dict:
-    v = data.get(field, {})
-    if not isinstance(v, dict):
-        raise _err(path, field, "a table", v)
-    if allowed is not None:
-        for k in v:
-            if k not in allowed:
-                raise _err(path, f"{field}.{k}", f"one of {', '.join(sorted(allowed))}")
-    return v
+    return studyfile.table(path, data, field, allowed, InputError)
 
 
 def _scalar(v) -> bool:
@@ -104,27 +95,9 @@ def _beside(path: Path, topology) -> str:
 
 
 def _groups(path: Path, data: dict) -> list[dict]:
-    for k in data:
-        if k not in TOP_KEYS:
-            raise _err(path, k, f"one of {', '.join(sorted(TOP_KEYS))}")
-    top = {k: data[k] for k in GROUP_KEYS & data.keys()}
-    matrix = data.get("matrix", [{}])
-    if not isinstance(matrix, list) or not matrix or not all(isinstance(g, dict) for g in matrix):
-        raise _err(path, "matrix", "an array of tables ([[matrix]])", matrix)
-    out = []
-    for i, g in enumerate(matrix):
-        for k in g:
-            if k not in GROUP_KEYS:
-                raise _err(path, f"matrix[{i}].{k}", f"one of {', '.join(sorted(GROUP_KEYS))}")
-        merged = {}
-        for part in ("axes", "run", "params"):
-            merged[part] = {**_table(path, top, part), **_table(path, g, part)}
-        merged["experiment"] = {**_table(path, top, "experiment"), **_table(path, g, "experiment")}
-        merged["repeats"] = g.get("repeats", top.get("repeats", 1))
-        merged["where"] = f"matrix[{i}]." if "matrix" in data else ""
-        merged["name"] = g.get("name")
-        out.append(merged)
-    return out
+    """The file's [[matrix]] blocks over its top level (analysis/studyfile.py,
+    the reader analysis/seeds.py shares)."""
+    return studyfile.groups(path, data, InputError)
 
 
 def _expand(path: Path, g: dict, planned: dict, total: int) -> int:

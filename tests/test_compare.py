@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 import topologies as T
-from analysis import compare, db, records as R
+from analysis import compare, db
+from experiments import records as R
 from tests.runrows import run_end, run_start
 
 REPO = Path(__file__).resolve().parent.parent

@@ -3,7 +3,8 @@ import sqlite3
 import pytest
 
 import topologies as T
-from analysis import db, records as R
+from analysis import db
+from experiments import records as R
 from tests.runrows import run_end, run_start
 
 DATA = __import__("pathlib").Path(__file__).parent / "data"

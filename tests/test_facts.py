@@ -7,7 +7,8 @@ import subprocess
 import pytest
 
 import timing as T
-from analysis import db, records as R, timing as timing_db
+from analysis import db, timing as timing_db
+from experiments import records as R
 from experiments import facts
 from tests import bootstrapped
 

@@ -15,7 +15,8 @@ import pytest
 
 import timing
 import topologies as T
-from analysis import db, plots, records as R, report
+from analysis import db, plots, report
+from experiments import records as R
 from analysis.rows import insert
 from experiments import facts
 from tests.runrows import run_end, run_start

@@ -10,7 +10,8 @@ import pytest
 
 import experiments as E
 import topologies as T
-from analysis import db, records as R, summary
+from analysis import db, summary
+from experiments import records as R
 from experiments.kvio import results as kvio_results
 from tests.runrows import run_end, run_start
 from configs import qemu

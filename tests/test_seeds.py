@@ -5,6 +5,7 @@ published figures checked against the seed documents' text, repeats as mean
 (min-max), the direction line following our data, and bad input."""
 import json
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -401,6 +402,22 @@ def test_direction_line_follows_our_data(built):
     assert seeds.block_names(STUDY_TOML, "00") == []
     assert "direction, memory touched before swapping began: ours -62.50% vanilla→zone-reclaim-auto" in mem
     assert "same direction as the seed" in mem
+
+
+def test_a_seeds_blocks_are_the_blocks_the_study_runner_reads():
+    """One reader of study files (analysis/studyfile.py): the top level's
+    axes, params and repeats under each block, as the runner expands them;
+    a file the runner refuses has no blocks."""
+    from pipeline import study
+    text = ('name = "x"\nrepeats = 2\n[params]\nswap = "none"\n[axes]\nkernel = ["vanilla"]\n'
+            '[[matrix]]\nname = "001"\naxes.topology = ["x86-2s"]\n[[matrix]]\nname = "001-b"\nrepeats = 1\n'
+            '[[matrix]]\nname = "0011"\n')
+    got = seeds.blocks(text, "001")
+    assert [g["name"] for g in got] == ["001", "001-b"] and [g["repeats"] for g in got] == [2, 1]
+    assert got[0]["axes"] == {"kernel": ["vanilla"], "topology": ["x86-2s"]} and got[0]["params"] == {"swap": "none"}
+    assert got == [g for g in study._groups(Path("x.toml"), tomllib.loads(text)) if g["name"] in ("001", "001-b")]
+    assert seeds.blocks('name = "x"\nbogus = 1\n[[matrix]]\nname = "001"\n', "001") == []
+    assert seeds.blocks("not [toml", "001") == []
 
 
 def test_timing_and_lockstat_rows_only_when_the_runs_have_them(built):

@@ -13,11 +13,12 @@ import math
 import os
 import re
 import tomllib
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from topologies import core as core_mod
+from topologies.errors import TopologyError
+from topologies.routes import links_and_routes, socket_hops, torus_coords, torus_hops  # noqa: F401  (re-exported)
 
 HERE = Path(__file__).resolve().parent
 GUEST_ISAS = ("x86_64", "alpha")
@@ -93,14 +94,6 @@ def max_apic_id(nodes: int, cpus_per_node: int) -> int:
     threads=1 (hw/i386/topology.h: the socket number above the bits that hold
     the core number, ceil(log2(cores)) of them)."""
     return ((nodes - 1) << (cpus_per_node - 1).bit_length()) | (cpus_per_node - 1)
-
-
-class TopologyError(ValueError):
-    """One line: which file, which field, what was expected."""
-
-    def __init__(self, path, field_name: str, expected: str):
-        self.path, self.field_name, self.expected = str(path), field_name, expected
-        super().__init__(f"{path}: field '{field_name}': {expected}")
 
 
 @dataclass(frozen=True)
@@ -215,52 +208,6 @@ class Topology:
             "native_isa": self.native_isa, "guest_isa": self.guest_isa,
             "max_hops": self.max_hops(),
         }
-
-
-# --- hop matrices ------------------------------------------------------------
-def torus_coords(node: int, dims: tuple[int, ...]) -> tuple[int, ...]:
-    """Row-major coordinates: the last dimension varies fastest."""
-    coords = []
-    for d in reversed(dims):
-        coords.append(node % d)
-        node //= d
-    return tuple(reversed(coords))
-
-
-def torus_hops(dims: tuple[int, ...]) -> list[list[int]]:
-    """Dimension-order routing with wrap-around: per dimension the shorter way."""
-    n = math.prod(dims)
-    coords = [torus_coords(i, dims) for i in range(n)]
-    hops = [[0] * n for _ in range(n)]
-    for i in range(n):
-        for j in range(n):
-            h = 0
-            for a, b, d in zip(coords[i], coords[j], dims):
-                delta = abs(a - b)
-                h += min(delta, d - delta)
-            hops[i][j] = h
-    return hops
-
-
-def socket_hops(n: int, links) -> list[list[int]]:
-    """Shortest paths over socket links (BFS; every link is one hop)."""
-    adj = [[] for _ in range(n)]
-    for a, b in links:
-        adj[a].append(b)
-        adj[b].append(a)
-    hops = []
-    for s in range(n):
-        dist = [-1] * n
-        dist[s] = 0
-        q = deque([s])
-        while q:
-            u = q.popleft()
-            for v in adj[u]:
-                if dist[v] < 0:
-                    dist[v] = dist[u] + 1
-                    q.append(v)
-        hops.append(dist)
-    return hops
 
 
 # --- loading and validation --------------------------------------------------
@@ -516,5 +463,3 @@ def load(name_or_path: str) -> Topology:
     check_host(topo)
     return topo
 
-
-from topologies.routes import links_and_routes  # noqa: E402,F401  (re-exported; needs the names above)

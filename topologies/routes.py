@@ -1,11 +1,60 @@
-"""The machine's routes: which directed links a message between two nodes
-crosses (dimension-order on the torus, shortest paths between sockets).
-The timing model queues on these links."""
+"""The machine's interconnect: hop counts between nodes and the routes a
+message takes, which directed links it crosses (dimension-order on the
+torus, shortest paths between sockets). The timing model queues on these
+links. The loader (topologies/__init__.py) builds its hop matrices here and
+re-exports these functions; this module needs nothing from it."""
 from __future__ import annotations
 
+import math
 from collections import deque
 
-from topologies import TopologyError, torus_coords
+from topologies.errors import TopologyError
+
+
+# --- hop matrices ------------------------------------------------------------
+def torus_coords(node: int, dims: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major coordinates: the last dimension varies fastest."""
+    coords = []
+    for d in reversed(dims):
+        coords.append(node % d)
+        node //= d
+    return tuple(reversed(coords))
+
+
+def torus_hops(dims: tuple[int, ...]) -> list[list[int]]:
+    """Dimension-order routing with wrap-around: per dimension the shorter way."""
+    n = math.prod(dims)
+    coords = [torus_coords(i, dims) for i in range(n)]
+    hops = [[0] * n for _ in range(n)]
+    for i in range(n):
+        for j in range(n):
+            h = 0
+            for a, b, d in zip(coords[i], coords[j], dims):
+                delta = abs(a - b)
+                h += min(delta, d - delta)
+            hops[i][j] = h
+    return hops
+
+
+def socket_hops(n: int, links) -> list[list[int]]:
+    """Shortest paths over socket links (BFS; every link is one hop)."""
+    adj = [[] for _ in range(n)]
+    for a, b in links:
+        adj[a].append(b)
+        adj[b].append(a)
+    hops = []
+    for s in range(n):
+        dist = [-1] * n
+        dist[s] = 0
+        q = deque([s])
+        while q:
+            u = q.popleft()
+            for v in adj[u]:
+                if dist[v] < 0:
+                    dist[v] = dist[u] + 1
+                    q.append(v)
+        hops.append(dist)
+    return hops
 
 
 def links_and_routes(topo) -> tuple[list[tuple[int, int]], dict[tuple[int, int], list[int]]]:

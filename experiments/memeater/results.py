@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import statistics
 
-from analysis.rows import insert, metric, mib
-from analysis.summary import hops_from_home
+from analysis.rows import hops_from_home, insert, metric, mib
 from experiments import facts
 
 QUERY_TABLE = "chunk_times"

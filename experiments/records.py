@@ -4,6 +4,10 @@ The guest writes `@@VMLAB {"type": ..., ...}`. Kernel messages may share the
 serial line, so the tag is searched anywhere in a line; everything that is
 not a record stays in the log and is ignored here. A malformed record is
 reported with its line number and never stops the ingest.
+
+The protocol between guest and host, beside the facts it uses
+(experiments/facts.py), below every stage: the engine (configs/qemu.py)
+reads records as the guest writes them, the results stage stores them.
 """
 from __future__ import annotations
 

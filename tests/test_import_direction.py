@@ -1,0 +1,254 @@
+"""Data flows one way (issue 23): a stage imports only the stages before it.
+
+Every module of the stage folders (their .py files, and scons-wrapper/
+SConstruct, which is Python too) is read with `ast`, each import anywhere in
+it (top level or inside a function) is mapped to the module it names, and
+both ends are mapped to a stage by STAGES below. The tests fail on an import
+of a later stage, on a cycle between modules, and on a stage before
+pipeline/ that runs ./run.py, naming the file, the line and the import.
+
+Where the folders are not the whole story:
+- experiments/facts.py and experiments/records.py are the protocol between
+  the guest's C, the host and the model (the facts read from
+  experiments/lib/vmlab_facts.h, and the tagged console records built on
+  them). They are the lowest level: every stage may import them, and they
+  import nothing of vmlab but each other.
+- experiments/<name>/results.py are results-stage code kept in the
+  experiment's folder (its tables, ingest, summary part): they may import
+  analysis helpers, but only ones that do not call them back. That is the
+  cycle check: experiments/__init__.py loads them by name
+  (results_module(), all_results()), which counts as an import of each, so
+  a results module importing an analysis module that goes through that
+  loader (analysis.summary, analysis.db, ...) is a cycle. The loader is
+  workload code that hands out results-stage modules, so only the results
+  stage and after may call it.
+- run.py is the front door over every stage and may import anything; it
+  is not read. Nor is tests/.
+"""
+from __future__ import annotations
+
+import ast
+import fnmatch
+import functools
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+# The order, lowest first: each stage may import its own and earlier ones.
+# It is the design's stage table (../shared/DESIGN.md: machine, software,
+# build, engine, workload, results; the timing model in its own folder;
+# pipeline/ and run.py over them) as the code imports it. Where it differs:
+# - protocol first: the facts and records every stage speaks (docstring).
+# - build (scons-wrapper/) after the stages whose recipes it runs: the
+#   kernel and initramfs of images/, configs/qemu_build.py's QEMU, the guest
+#   programs of experiments/, timing/'s plugin. The engine gets the
+#   artifacts from pipeline/, not by importing the build.
+# - timing after workload: the model reads experiments/facts.py, and
+#   analysis reads the model's counters.
+# - bootstrap/ (host setup, standard library only) imports nothing of vmlab
+#   and only the front calls it (pipeline/, run.py): installing things is
+#   not a stage's business.
+# An entry is a top-level folder, or file patterns that take files out of
+# their folder's stage (a file pattern wins over its folder).
+STAGES = (
+    ("protocol", ("experiments/facts.py", "experiments/records.py")),
+    ("machine", ("topologies",)),
+    ("software", ("images",)),
+    ("engine", ("configs",)),
+    ("workload", ("experiments",)),
+    ("timing", ("timing",)),
+    ("build", ("scons-wrapper",)),
+    ("results", ("analysis", "experiments/*/results.py")),
+    ("bootstrap", ("bootstrap",)),
+    ("pipeline", ("pipeline",)),
+)
+RANK = {name: i for i, (name, _) in enumerate(STAGES)}
+FOLDERS = {p: name for name, parts in STAGES for p in parts if "/" not in p}
+FILES = [(p, name) for name, parts in STAGES for p in parts if "/" in p]
+EXTRA_SOURCES = ("scons-wrapper/SConstruct",)
+# experiments/__init__.py's loader of results modules (see the docstring)
+LOADER = "experiments"
+LOADER_CALLS = {"results_module", "all_results"}
+
+
+@functools.lru_cache(maxsize=None)
+def parse(rel: str, text: str) -> ast.AST:
+    return ast.parse(text, rel)
+
+
+def stage_of(rel: str) -> str | None:
+    for pattern, name in FILES:
+        if fnmatch.fnmatch(rel, pattern):
+            return name
+    return FOLDERS.get(rel.split("/")[0])
+
+
+def module_name(rel: str) -> str:
+    parts = rel.removesuffix(".py").split("/")
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def sources() -> dict[str, str]:
+    """repo-relative path -> text, every module of the stage folders."""
+    out = {}
+    for folder in FOLDERS:
+        for p in sorted((REPO / folder).rglob("*.py")):
+            out[p.relative_to(REPO).as_posix()] = p.read_text()
+    for rel in EXTRA_SOURCES:
+        out[rel] = (REPO / rel).read_text()
+    return out
+
+
+def imports(rel: str, text: str, known: set[str]) -> list[tuple[int, str, str]]:
+    """(line, the import as written, the vmlab module it reaches) for each
+    import of a vmlab module; standard library and third-party are skipped."""
+    pkg = module_name(rel).split(".") if rel.endswith("__init__.py") else module_name(rel).split(".")[:-1]
+
+    def reach(name: str) -> str | None:  # the longest vmlab module the dotted name starts with
+        parts = name.split(".")
+        for n in range(len(parts), 0, -1):
+            if ".".join(parts[:n]) in known:
+                return ".".join(parts[:n])
+        return None
+
+    out = []
+    for node in ast.walk(parse(rel, text)):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if (m := reach(a.name)) is not None:
+                    out.append((node.lineno, f"import {a.name}", m))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = pkg[:len(pkg) - (node.level - 1)]
+                base = ".".join([*up, *([base] if base else [])])
+            for a in node.names:
+                m = reach(f"{base}.{a.name}")  # a submodule, else the module it is taken from
+                if m is not None:
+                    out.append((node.lineno, f"from {'.' * node.level}{node.module or ''} import {a.name}", m))
+    return out
+
+
+def graph(srcs: dict[str, str]):
+    """module -> its file, and the import edges (module, line, as written, module)."""
+    files = {module_name(rel): rel for rel in srcs}
+    known = set(files)
+    edges = [(module_name(rel), line, text, dst) for rel, src in srcs.items()
+             for line, text, dst in imports(rel, src, known)]
+    return files, edges
+
+
+def backward(srcs: dict[str, str]) -> list[str]:
+    files, edges = graph(srcs)
+    stage = {m: stage_of(rel) for m, rel in files.items()}
+    return [f"{files[src]}:{line}: `{text}` imports {dst} ({stage[dst]}), a later stage than {stage[src]}"
+            for src, line, text, dst in edges if RANK[stage[dst]] > RANK[stage[src]]]
+
+
+def cycles(srcs: dict[str, str]) -> list[str]:
+    files, edges = graph(srcs)
+    out_edges: dict[str, list[tuple[str, str]]] = {m: [] for m in files}
+    for src, line, text, dst in edges:
+        if dst != src:
+            out_edges[src].append((dst, f"{files[src]}:{line}: `{text}`"))
+    for m, rel in files.items():  # the loader imports every results module by name
+        if stage_of(rel) == "results" and m.startswith(LOADER + "."):
+            out_edges[LOADER].append((m, f"{files[LOADER]}: results_module() loads {m}"))
+    found, state, path = [], {}, []
+
+    def visit(m):
+        state[m] = "open"
+        for dst, why in out_edges[m]:
+            path.append(why)
+            if state.get(dst) == "open":
+                start = next(i for i, w in enumerate(path) if w.startswith(files[dst] + ":"))
+                found.append(" -> ".join(path[start:]))
+            elif dst not in state:
+                visit(dst)
+            path.pop()
+        state[m] = "done"
+
+    for m in sorted(files):
+        if m not in state:
+            visit(m)
+    return found
+
+
+def loader_calls(srcs: dict[str, str]) -> list[str]:
+    """The loader hands out results-stage modules: only the results stage and
+    after may call it."""
+    out = []
+    for rel, text in srcs.items():
+        if module_name(rel) == LOADER or RANK[stage_of(rel)] >= RANK["results"]:
+            continue
+        for node in ast.walk(parse(rel, text)):
+            name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+            if name in LOADER_CALLS:
+                out.append(f"{rel}:{node.lineno}: {name} (the results modules' loader) from {stage_of(rel)}")
+    return out
+
+
+def runs_front_door(srcs: dict[str, str]) -> list[str]:
+    """A stage is a library: running ./run.py is for pipeline/ (and run.py)."""
+    return [f"{rel}:{node.lineno}: names {node.value!r} ({stage_of(rel)} runs the front door)"
+            for rel, text in srcs.items() if RANK[stage_of(rel)] < RANK["pipeline"]
+            for node in ast.walk(parse(rel, text))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and node.value.strip().removeprefix("./") == "run.py"]
+
+
+@pytest.fixture(scope="module")
+def srcs():
+    return sources()
+
+
+def test_every_folder_of_python_code_has_a_stage(srcs):
+    """A new top-level folder of modules must be placed in STAGES."""
+    folders = {d.name for d in REPO.iterdir() if d.is_dir() and d.name != "tests" and not d.name.startswith(".")
+               and next(d.glob("*.py"), None) is not None}
+    assert folders <= set(FOLDERS), f"folders without a stage in STAGES: {sorted(folders - set(FOLDERS))}"
+    assert len(srcs) > 50 and all(stage_of(rel) for rel in srcs)
+
+
+def test_no_stage_imports_a_later_stage(srcs):
+    bad = backward(srcs)
+    assert not bad, "imports against the flow (STAGES, lowest first: " + \
+        " < ".join(n for n, _ in STAGES) + "):\n" + "\n".join(bad)
+
+
+def test_no_import_cycles(srcs):
+    bad = cycles(srcs)
+    assert not bad, "import cycles:\n" + "\n".join(bad)
+
+
+def test_only_results_and_after_load_results_modules(srcs):
+    bad = loader_calls(srcs)
+    assert not bad, "\n".join(bad)
+
+
+def test_no_stage_before_pipeline_runs_run_py(srcs):
+    bad = runs_front_door(srcs)
+    assert not bad, "\n".join(bad)
+
+
+def test_the_checks_see_what_they_look_for(srcs):
+    """Each check finds the mistake it exists for, planted in a copy of the sources."""
+    planted = dict(srcs)
+    planted["configs/qemu.py"] += "\nfrom analysis import records as rec\n"
+    assert any(x.startswith("configs/qemu.py:") and "analysis (results)" in x and "than engine" in x
+               for x in backward(planted))
+    planted = dict(srcs)
+    planted["experiments/memeater/results.py"] += "\nfrom analysis.summary import render\n"
+    assert any("analysis/summary.py" in x and "experiments/memeater/results.py" in x for x in cycles(planted))
+    planted = dict(srcs)
+    planted["topologies/routes.py"] += "\nfrom topologies import torus_coords\n"
+    assert any("topologies/routes.py" in x and "topologies/__init__.py" in x for x in cycles(planted))
+    planted = dict(srcs)
+    planted["timing/bench.py"] = "import subprocess, sys\nsubprocess.run([sys.executable, 'run.py'])\n"
+    assert runs_front_door(planted) == ["timing/bench.py:2: names 'run.py' (timing runs the front door)"]
+    planted["configs/x.py"] = "import experiments\nexperiments.results_module('memeater')\n"
+    assert loader_calls(planted) == ["configs/x.py:2: results_module (the results modules' loader) from engine"]
+    assert stage_of("experiments/facts.py") == "protocol" and stage_of("experiments/kvio/results.py") == "results"
+    assert stage_of("experiments/__init__.py") == "workload"
