@@ -335,6 +335,12 @@ MIGRATIONS = [
     ALTER TABLE timing_cpu ADD COLUMN sb_stall_ps INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE timing_cpu ADD COLUMN fence_stall_ps INTEGER NOT NULL DEFAULT 0;
     """,
+    # 10: the engine's time the timing model does not price (x86 PAUSE beyond
+    # a cycle, a halted vCPU's jump to the machine's time), which its clocks
+    # now follow (vm_sync_time)
+    """
+    ALTER TABLE timing_cpu ADD COLUMN unpriced_ps INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

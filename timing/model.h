@@ -68,6 +68,13 @@ void vm_io_access(model_t *m, int cpu);
 /* Guest phase marker on cpu: op VM_PHASE_BEGIN / VM_PHASE_END. */
 void vm_phase(model_t *m, int cpu, int op, uint64_t id, uint64_t instance);
 
+/* The engine's clock of cpu (ps) when it is ahead of the model's: time the
+ * model does not price passed (the engine's PAUSE cost, a halted vCPU's
+ * jump to the machine's time on waking). The model's clock moves up to it,
+ * so the misses in flight and the bandwidth calendars see the CPUs where the
+ * guest has them. Never moves a clock back. */
+void vm_sync_time(model_t *m, int cpu, uint64_t engine_ps);
+
 /* Modeled time of a cpu so far, in picoseconds. */
 uint64_t vm_cpu_time_ps(const model_t *m, int cpu);
 

@@ -558,4 +558,12 @@ uint64_t vm_insns(model_t *m, int c, uint32_t n, int kind) {
     return p->c.time_ps - t0;
 }
 
+void vm_sync_time(model_t *m, int c, uint64_t engine_ps) {
+    cpu_t *p = &m->cpu[c];
+    if (engine_ps > p->c.time_ps) {
+        p->c.unpriced_ps += engine_ps - p->c.time_ps;
+        p->c.time_ps = engine_ps;
+    }
+}
+
 uint64_t vm_cpu_time_ps(const model_t *m, int cpu) { return m->cpu[cpu].c.time_ps; }

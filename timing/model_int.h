@@ -52,7 +52,7 @@ typedef struct {
  * apart; diff() in model_report.c relies on every field being a uint64_t. */
 #define COUNTER_FIELDS(X) X(insns) X(time_ps) X(stall_ps) X(loads) X(stores) X(atomics) X(l1_hits) \
     X(l2_hits) X(misses) X(remote) X(c2c) X(upgrades) X(invals) X(writebacks) X(lock_xfers) X(lock_ps) X(io) X(mem_ps) \
-    X(prefetches) X(dep_stall_ps) X(fb_stall_ps) X(rob_stall_ps) X(sb_stall_ps) X(fence_stall_ps)
+    X(prefetches) X(dep_stall_ps) X(fb_stall_ps) X(rob_stall_ps) X(sb_stall_ps) X(fence_stall_ps) X(unpriced_ps)
 
 typedef struct {
 #define X(n) uint64_t n;

@@ -145,6 +145,7 @@ static uint64_t lock_causality(unsigned vcpu, qemu_plugin_meminfo_t info, uint64
 
 static void tb_exec(unsigned int vcpu, void *ud) {
     const tbinfo_t *t = ud;
+    if (stalls) vm_sync_time(M, (int)vcpu, qemu_plugin_vcpu_clock_ps());  /* idle jumps, PAUSE: see model.h */
     uint64_t ps = vm_insns(M, (int)vcpu, t->n, (int)t->kind);  /* non-zero: a full reorder window */
     if (ps && stalls) qemu_plugin_vcpu_stall_ps(ps);
     if (bbv) bbv_count(vcpu, t);

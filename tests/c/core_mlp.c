@@ -4,7 +4,7 @@
  * config's own numbers (latency, fill buffers, L2 queue, window), not
  * against a recorded result. Prints "ok <figures>" or "FAIL <why>".
  *
- *   core_mlp CONFIG chase|random|stream|stores|rob|atomic|prefetch-random|node-stream|loaded
+ *   core_mlp CONFIG chase|random|stream|stores|rob|atomic|prefetch-random|node-stream|loaded|woken|unsynced
  *
  * loaded: the loaded-latency curve (as Intel MLC --loaded_latency draws it):
  * 1, 2, ... of node 0's CPUs stream at once; per count, the bandwidth they get
@@ -178,6 +178,21 @@ int main(int argc, char **argv) {
         double want = ncpu * one < cap ? ncpu * one : cap;
         bad = within("GB/s of a node's CPUs streaming together", gbps, 0.85 * want, 1.02 * cap);
         printf("%s GBps %.2f cpus %d memory_GBps %.2f expected %.2f\n", bad ? "" : "ok", gbps, ncpu, cap, want);
+    } else if (!strcmp(s, "woken") || !strcmp(s, "unsynced")) {
+        /* CPU 0 has run 1 ms; CPU 1 was halted and wakes at the machine's time (the engine's clock,
+         * vm_sync_time): streaming together they share the node's bandwidth. Without the sync
+         * (unsynced) CPU 1's requests would sit 1 ms in the model's past, beside nobody's. */
+        int cpus[2] = {0, 1};
+        vm_insns(m, 0, (uint32_t)(1000000000ull / m->cycle_ps), VM_USER);
+        if (!strcmp(s, "woken")) vm_sync_time(m, 1, m->cpu[0].c.time_ps);
+        uint64_t per = 4ull << 20;
+        double span = stream_together(cpus, 2, 1ull << 24, per), cap = (double)(64 * 1000) / m->mem_service_ps;
+        double gbps = (double)(per * 2) / span;
+        /* the config's memory must be slower than the two CPUs can pull (the test sets it so) */
+        bad = !strcmp(s, "woken") ? within("GB/s of a woken CPU and a running one", gbps, 0.85 * cap, 1.02 * cap)
+                                  : within("GB/s of two CPUs 1 ms apart in the model", gbps, 1.05 * cap, 1e9);
+        printf("%s GBps %.2f memory_GBps %.2f unpriced_ns %.0f\n", bad ? "" : "ok", gbps, cap,
+               m->cpu[1].c.unpriced_ps / 1000.0);
     } else if (!strcmp(s, "loaded")) {
         int ncpu = 0, cpus[MAX_CPUS];
         for (int i = 0; i < m->ncpus; i++)
