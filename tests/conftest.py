@@ -1,21 +1,30 @@
+"""Fixtures and marks for the whole suite. pytest.ini puts the checkout on
+sys.path (pythonpath), so tests import the project's packages and tests.*."""
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from tests.e2e import environment
 
-# Environment for tests that call ./run.py: the suite already runs inside the
-# bootstrapped venv. In CI (CI=true) every end-to-end module shares one cold
-# cache for the whole session, so CI proves a new machine can build the
-# images (kernels, ccache, plugin) while building each of them only once.
-VMLAB_ENV = dict(os.environ, VMLAB_IN_VENV="1")
+# The kinds of test that take minutes (pytest.ini describes each): all of
+# them are `slow` too, so `-m "not slow"` is the fast suite whatever kinds
+# there are. browser is a kind, but a fast one.
+SLOW_KINDS = ("engine", "boot", "study")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects on the marks
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if any(item.get_closest_marker(kind) for kind in SLOW_KINDS):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")
 def vmlab_env(tmp_path_factory):
-    if os.environ.get("CI") == "true" and "VMLAB_CACHE" not in VMLAB_ENV:
-        VMLAB_ENV["VMLAB_CACHE"] = str(tmp_path_factory.mktemp("cold-cache"))
-    return VMLAB_ENV
+    """The environment for ./run.py in end-to-end tests (tests.e2e.environment).
+    In CI (CI=true) every end-to-end module shares one cold cache for the
+    whole session, so CI proves a new machine can build the images (kernels,
+    ccache, plugin) while building each of them only once."""
+    if os.environ.get("CI") == "true" and "VMLAB_CACHE" not in os.environ:
+        return environment(str(tmp_path_factory.mktemp("cold-cache")))
+    return environment()

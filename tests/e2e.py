@@ -1,4 +1,8 @@
-"""Helpers for end-to-end tests that call ./run.py into a private database."""
+"""What tests share to call ./run.py: the checkout (REPO), the environment a
+./run.py subprocess gets (ENV; end-to-end tests take conftest's `vmlab_env`,
+which is ENV with CI's cold cache), the command into a private database, and
+that database."""
+import os
 import sqlite3
 import subprocess
 import sys
@@ -7,13 +11,34 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def vmlab_cmd(tmp, *args) -> list[str]:
-    """./run.py ARGS into tmp's private database and runs folder."""
-    return [sys.executable, str(REPO / "run.py"), *args, "--db", str(tmp / "r.db"), "--runs-dir", str(tmp / "runs")]
+def environment(cache: str | None = None) -> dict[str, str]:
+    """This process's environment for ./run.py, which is told that it already
+    runs in the bootstrapped venv (the suite does); VMLAB_CACHE=cache if given."""
+    env = dict(os.environ, VMLAB_IN_VENV="1")
+    if cache is not None:
+        env["VMLAB_CACHE"] = cache
+    return env
 
 
-def vmlab(env, tmp, *args):
-    return subprocess.run(vmlab_cmd(tmp, *args), env=env, capture_output=True, text=True)
+# For commands that build nothing (bad input, query, show, compare, report, browse).
+ENV = environment()
+
+
+def vmlab_cmd(tmp, *args, runs_dir: bool = True) -> list[str]:
+    """./run.py ARGS into tmp's private database (tmp/r.db) and, with runs_dir,
+    its runs folder (tmp/runs); tmp None: ARGS alone (build, bench, study)."""
+    cmd = [sys.executable, str(REPO / "run.py"), *args]
+    if tmp is not None:
+        cmd += ["--db", str(tmp / "r.db")]
+        if runs_dir:
+            cmd += ["--runs-dir", str(tmp / "runs")]
+    return cmd
+
+
+def vmlab(env, tmp, *args, runs_dir: bool = True, **kw) -> subprocess.CompletedProcess:
+    """vmlab_cmd run to the end with env, its output captured as text; kw to
+    subprocess.run (cwd, timeout)."""
+    return subprocess.run(vmlab_cmd(tmp, *args, runs_dir=runs_dir), env=env, capture_output=True, text=True, **kw)
 
 
 def db(tmp):

@@ -3,19 +3,13 @@ fix series) and the static Alpha userland, boot es-clipper-4 on QEMU's
 clipper, run a small memeater under our C /init, check what lands. Slow:
 a cold Alpha cross-build takes many minutes."""
 import json
-import sqlite3
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 import topologies as T
+from tests.e2e import db, vmlab
 
-REPO = Path(__file__).resolve().parent.parent
-from conftest import VMLAB_ENV as ENV  # shared, session-wide (cold cache in CI)
-
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.boot
 # 6 chunks of 32 MiB into a 256 MiB guest with a 128 MiB swap disk: memory
 # pressure on a native Alpha guest, small enough for CI.
 ALPHA = ["--topology", "es-clipper-4", "--exp", "memeater", "--param", "chunk_frac=0.125,chunks=6,cycles=2"]
@@ -24,11 +18,8 @@ ALPHA = ["--topology", "es-clipper-4", "--exp", "memeater", "--param", "chunk_fr
 @pytest.fixture(scope="module")
 def alpha_run(vmlab_env, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("alpha")
-    r = subprocess.run([sys.executable, str(REPO / "run.py"), *ALPHA, "--db", str(tmp / "r.db"),
-                        "--runs-dir", str(tmp / "runs")], env=ENV, capture_output=True, text=True)
-    c = sqlite3.connect(tmp / "r.db")
-    c.row_factory = sqlite3.Row
-    return r, c
+    r = vmlab(vmlab_env, tmp, *ALPHA)
+    return r, db(tmp)
 
 
 def test_alpha_guest_boots_and_memeater_records_land(alpha_run):
@@ -77,11 +68,9 @@ def test_alpha_init_set_up_swap_and_reported_knobs(alpha_run):
 
 def test_alpha_init_hang_hook_is_stopped_by_the_timeout(vmlab_env, tmp_path):
     """The C /init honours vmlab.hang=1 like the shell one; the host stops it."""
-    r = subprocess.run([sys.executable, str(REPO / "run.py"), *ALPHA, "--kernel-append", "vmlab.hang=1",
-                        "--timeout", "5", "--db", str(tmp_path / "r.db"), "--runs-dir", str(tmp_path / "runs")],
-                       env=ENV, capture_output=True, text=True)
+    r = vmlab(vmlab_env, tmp_path, *ALPHA, "--kernel-append", "vmlab.hang=1", "--timeout", "5")
     assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
-    c = sqlite3.connect(tmp_path / "r.db")
+    c = db(tmp_path)
     status, reason = c.execute("SELECT status, reason FROM runs").fetchone()
     assert status == "failed" and "timeout" in reason
     assert c.execute("SELECT COUNT(*) FROM records WHERE type = 'machine'").fetchone()[0] == 1
@@ -93,7 +82,6 @@ def test_alpha_qsbench_above_ram_swaps_to_the_disk_and_finishes(vmlab_env, tmp_p
     swap-out of more than 128 pages was retried forever (BLK_STS_RESOURCE)
     until the disk stopped offering more segments (configs/qemu.py disks()).
     The issue's own case: qsbench at 1.1x RAM on es-clipper-4, SCSI disk model."""
-    from tests.e2e import db, vmlab
     r = vmlab(vmlab_env, tmp_path, "-t", "es-clipper-4", "-e", "qsbench", "-p", "mem_frac=1.1")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     c = db(tmp_path)
@@ -110,11 +98,10 @@ def test_alpha_qsbench_above_ram_swaps_to_the_disk_and_finishes(vmlab_env, tmp_p
 def test_alpha_latprobe_measures_its_one_node(vmlab_env, tmp_path):
     """A kernel without NUMA has no SLIT row: latprobe probes its one node as
     local (before, it found no distance class and reported nothing, ok)."""
-    r = subprocess.run([sys.executable, str(REPO / "run.py"), "-t", "es-clipper-4", "-e", "latprobe", "-p",
-                        "swap=none,buf_frac=0.0625,laps=1,increments=50", "--db", str(tmp_path / "r.db"),
-                        "--runs-dir", str(tmp_path / "runs")], env=ENV, capture_output=True, text=True)
+    r = vmlab(vmlab_env, tmp_path, "-t", "es-clipper-4", "-e", "latprobe", "-p",
+              "swap=none,buf_frac=0.0625,laps=1,increments=50")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
-    c = sqlite3.connect(tmp_path / "r.db")
+    c = db(tmp_path)
     chases = [json.loads(b) for (b,) in c.execute("SELECT body FROM records WHERE type = 'chase'")]
     assert len(chases) == 1 and chases[0]["distance"] == 10 and chases[0]["on_node"] == 1.0
     per_load_ns = chases[0]["guest_ms"] * 1e6 / chases[0]["loads"]

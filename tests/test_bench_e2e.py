@@ -3,21 +3,18 @@ and prints one row per mode with figures taken from the runs it stored.
 Slow: boots guests."""
 import re
 import sqlite3
-import subprocess
-import sys
 
 import pytest
 
-from tests.e2e import REPO
+from tests.e2e import REPO, vmlab
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.boot
 
 
 def test_bench_prints_a_row_per_mode_from_its_runs(vmlab_env, tmp_path):
     topo = str(REPO / "tests" / "data" / "x86-2s-small.toml")
-    r = subprocess.run([sys.executable, str(REPO / "run.py"), "bench", "-t", topo, "-e", "memeater",
-                        "-p", "chunks=2,cycles=1,swap=none", "--modes", "off,fast", "--keep", str(tmp_path)],
-                       env=vmlab_env, capture_output=True, text=True)
+    r = vmlab(vmlab_env, None, "bench", "-t", topo, "-e", "memeater", "-p", "chunks=2,cycles=1,swap=none",
+              "--modes", "off,fast", "--keep", str(tmp_path))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     rows = {m.group(1): m.groups() for m in re.finditer(
         r"^(off|fast)\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)x", r.stdout, re.M)}

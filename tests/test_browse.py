@@ -3,18 +3,15 @@ import hashlib
 import json
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
 import topologies
 from analysis import browse, datasette_metadata, db, export
 from tests import bootstrapped
-from tests.e2e import REPO
-from tests.conftest import VMLAB_ENV
+from tests.e2e import ENV, vmlab, vmlab_cmd
 from tests.runrows import run_start
 
 
@@ -62,8 +59,8 @@ def test_browse_serves_the_database_read_only(tmp_path):
     con.close()
     before = hashlib.sha256((tmp_path / "r.db").read_bytes()).hexdigest()
     port = free_port()
-    p = subprocess.Popen([sys.executable, str(REPO / "run.py"), "browse", "--db", str(tmp_path / "r.db"),
-                          "--port", str(port)], env=VMLAB_ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    p = subprocess.Popen(vmlab_cmd(tmp_path, "browse", "--port", str(port), runs_dir=False), env=ENV,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         end = time.monotonic() + 60
@@ -129,9 +126,7 @@ def test_query_parquet_end_to_end(tmp_path):
         db.start_run(con, run_start(topologies.load(name)))
     con.close()
     out = tmp_path / "runs.parquet"
-    r = subprocess.run([sys.executable, str(REPO / "run.py"), "query", "SELECT id, topology, nodes FROM runs",
-                        "--parquet", str(out), "--db", str(tmp_path / "r.db")], env=VMLAB_ENV,
-                       capture_output=True, text=True)
+    r = vmlab(ENV, tmp_path, "query", "SELECT id, topology, nodes FROM runs", "--parquet", str(out), runs_dir=False)
     assert r.returncode == 0, r.stderr
     assert "2 rows, 3 columns" in r.stdout
     assert pq.read_table(out).to_pydict() == {"id": [1, 2], "topology": ["x86-2s", "gs1280-8"], "nodes": [2, 8]}

@@ -8,13 +8,11 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from pipeline.execute import _wrapper
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.e2e import REPO
 
 
 def _alive(pid: int) -> bool:

@@ -11,7 +11,7 @@ import topologies as T
 from experiments.bwprobe import results as bw
 from tests.e2e import db, vmlab
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.boot
 TOPO = Path(__file__).parent / "data" / "x86-2s-small.toml"
 
 

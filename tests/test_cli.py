@@ -1,19 +1,12 @@
 """Bad input: one line naming the file/field and what was expected, exit 2,
 nothing written to the results database."""
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-ENV = dict(os.environ, VMLAB_IN_VENV="1")
+from tests.e2e import ENV, REPO, vmlab
 
 
 def run(args, tmp):
-    return subprocess.run([sys.executable, str(REPO / "run.py"), *args, "--db", str(tmp / "r.db")],
-                          env=ENV, capture_output=True, text=True, cwd=tmp)
+    return vmlab(ENV, tmp, *args, runs_dir=False, cwd=tmp)
 
 
 @pytest.mark.parametrize("args,expect", [
@@ -50,7 +43,7 @@ def test_help_lists_what_the_repo_holds(tmp_path):
     folders, and query --help lists the tables a database really has."""
     import experiments
     from images import kernel
-    r = subprocess.run([sys.executable, str(REPO / "run.py"), "--help"], env=ENV, capture_output=True, text=True)
+    r = vmlab(ENV, None, "--help")
     assert r.returncode == 0
     text = "".join(r.stdout.split())  # argparse wraps lines, also at hyphens
     for name in experiments.available() + kernel.patchsets() + list(kernel.FLAVORS):
@@ -59,8 +52,7 @@ def test_help_lists_what_the_repo_holds(tmp_path):
     con = db.connect(tmp_path / "r.db")
     con.execute("CREATE TABLE my_study_notes (x)")
     con.commit()
-    q = subprocess.run([sys.executable, str(REPO / "run.py"), "query", "--help", "--db", str(tmp_path / "r.db")],
-                       env=ENV, capture_output=True, text=True)
+    q = vmlab(ENV, tmp_path, "query", "--help", runs_dir=False)
     qtext = "".join(q.stdout.split())
     assert q.returncode == 0 and "my_study_notes" in qtext
     for kind, name in db.tables(con):
@@ -68,16 +60,14 @@ def test_help_lists_what_the_repo_holds(tmp_path):
 
 
 def test_list_and_query(tmp_path):
-    r = subprocess.run([sys.executable, str(REPO / "run.py"), "list"], env=ENV, capture_output=True, text=True)
+    r = vmlab(ENV, None, "list")
     assert r.returncode == 0 and "gs1280-32" in r.stdout and "4x8 torus" in r.stdout and "chunk_frac" in r.stdout
     import sqlite3
     from analysis import db
     db.connect(tmp_path / "r.db").close()
-    q = subprocess.run([sys.executable, str(REPO / "run.py"), "query", "SELECT 1 AS one, 'x' AS two", "--csv",
-                        "--db", str(tmp_path / "r.db")], env=ENV, capture_output=True, text=True)
+    q = vmlab(ENV, tmp_path, "query", "SELECT 1 AS one, 'x' AS two", "--csv", runs_dir=False)
     assert q.returncode == 0 and q.stdout.splitlines() == ["one,two", "1,x"]
-    w = subprocess.run([sys.executable, str(REPO / "run.py"), "query", "DELETE FROM runs",
-                        "--db", str(tmp_path / "r.db")], env=ENV, capture_output=True, text=True)
+    w = vmlab(ENV, tmp_path, "query", "DELETE FROM runs", runs_dir=False)
     assert w.returncode == 2 and "readonly" in w.stderr
 
 
@@ -91,8 +81,7 @@ def test_query_refuses_what_writes_and_creates_nothing(tmp_path, sql, refused):
     db.connect(tmp_path / "r.db").close()
     before = {p.name for p in tmp_path.iterdir()}
     out = tmp_path / "made-by-the-query.db"
-    q = subprocess.run([sys.executable, str(REPO / "run.py"), "query", sql.format(out=out),
-                        "--db", str(tmp_path / "r.db")], env=ENV, capture_output=True, text=True, cwd=tmp_path)
+    q = vmlab(ENV, tmp_path, "query", sql.format(out=out), runs_dir=False, cwd=tmp_path)
     assert q.returncode == 2 and q.stdout == ""
     assert q.stderr.splitlines() == [f"error: {tmp_path / 'r.db'}: the query is read-only: {refused} refused"]
     # nothing new but the database's own WAL files, which any read-only query opens
@@ -111,8 +100,7 @@ def test_show_prints_the_stored_summary_and_names_a_missing_run(tmp_path):
         db.finish_run(con, rid, run_end(), R.parse_text(
             '@@VMLAB {"type":"chunk","cycle":0,"chunk":0,"wall_ms":%s,"placement":{"3":16},"free_kib":[1,2]}\n' % ms),
             topo)
-    show = lambda *a: subprocess.run([sys.executable, str(REPO / "run.py"), "show", *a, "--db", str(tmp_path / "r.db")],
-                                     env=ENV, capture_output=True, text=True)
+    show = lambda *a: vmlab(ENV, tmp_path, "show", *a, runs_dir=False)
     r = show()  # the latest run
     assert r.returncode == 0 and r.stdout.strip() == summary.render(con, 2).strip()
     assert "7.25" in r.stdout and "node 3" in r.stdout   # memeater's own part: chunk times and fill order

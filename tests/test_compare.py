@@ -1,19 +1,12 @@
 """Kernel comparisons without QEMU: a synthetic database with two or three
 runs, the table compare-kernels style, the stored comparison, the CLI."""
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 import topologies as T
 from analysis import compare, db
 from experiments import records as R
+from tests.e2e import ENV, vmlab
 from tests.runrows import run_end, run_start
-
-REPO = Path(__file__).resolve().parent.parent
-ENV = dict(os.environ, VMLAB_IN_VENV="1")
 
 
 def add_run(con, topo, patch_set, vmstat, metrics, kswapd=(0.5, 1.5), **over):
@@ -97,8 +90,7 @@ def test_stored_comparison_and_cli(three):
     assert [tuple(r) for r in con.execute("SELECT position, patch_set FROM v_compare ORDER BY position")] == \
         [(0, "vanilla"), (1, "zone-reclaim-auto")]
     con.close()
-    cli = lambda *a: subprocess.run([sys.executable, str(REPO / "run.py"), "compare", *a, "--db", str(tmp / "r.db")],
-                                    env=ENV, capture_output=True, text=True)
+    cli = lambda *a: vmlab(ENV, tmp, "compare", *a, runs_dir=False)
     latest, by_ids = cli(), cli(str(base), str(zra))
     assert latest.returncode == 0 and latest.stdout == by_ids.stdout
     assert cells(latest.stdout, "vmstat.pswpout") == ["0", "40", "new"]
@@ -112,8 +104,7 @@ def test_stored_comparison_and_cli(three):
     ("vanilla,", "--kernel: expected patch set names"),
 ])
 def test_bad_kernel_list_one_line_exit_2_nothing_written(tmp_path, kernels, expect):
-    r = subprocess.run([sys.executable, str(REPO / "run.py"), "--kernel", kernels, "--db", str(tmp_path / "r.db")],
-                       env=ENV, capture_output=True, text=True, cwd=tmp_path)
+    r = vmlab(ENV, tmp_path, "--kernel", kernels, runs_dir=False, cwd=tmp_path)
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and expect in lines[0], r.stderr

@@ -15,7 +15,7 @@ import pytest
 
 from tests.e2e import REPO, db, vmlab_cmd
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.boot
 
 MACHINES = {8: "x86-2s-8c-small", 32: "x86-4s-32c-small"}
 # The first pass of this test found fast mode on 8 CPUs diverging: QEMU sized

@@ -2,12 +2,9 @@
 SQLite. Slow (a kernel build from a cold cache, then guests booting under
 TCG); CI runs them."""
 import hashlib
-import os
 import re
 import signal
-import sqlite3
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -15,56 +12,35 @@ from pathlib import Path
 import pytest
 
 import topologies as T
+from tests.e2e import db, vmlab, vmlab_cmd
 
-REPO = Path(__file__).resolve().parent.parent
-from conftest import VMLAB_ENV as ENV  # shared, session-wide (cold cache in CI)
+# Every test here gets the session's environment (tests/conftest.py: in CI,
+# the images are built from one cold cache; elsewhere the user's cache keeps
+# local runs quick).
 SMALL = ["--topology", "gs1280-8", "--exp", "memeater", "--param", "chunks=6,cycles=2"]
 
 
-def vmlab(args, tmp, **kw):
-    cmd = [sys.executable, str(REPO / "run.py"), *args]
-    if args and args[0] not in ("build", "list", "query", "show"):
-        cmd += ["--db", str(tmp / "r.db"), "--runs-dir", str(tmp / "runs")]
-    return subprocess.run(cmd, env=ENV, capture_output=True, text=True, **kw)
-
-
-def con(tmp):
-    c = sqlite3.connect(tmp / "r.db")
-    c.row_factory = sqlite3.Row
-    return c
-
-
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module", autouse=True)
-def build_cache(vmlab_env):
-    """In CI the images are built from a cold cache (conftest.vmlab_env);
-    elsewhere the user's cache keeps local runs quick."""
-    yield vmlab_env.get("VMLAB_CACHE")
-
-
-def test_build_then_warm_build_builds_nothing():
-    first = subprocess.run([sys.executable, str(REPO / "run.py"), "build", *SMALL[:4]], env=ENV,
-                           capture_output=True, text=True)
+@pytest.mark.engine
+def test_build_then_warm_build_builds_nothing(vmlab_env):
+    first = vmlab(vmlab_env, None, "build", *SMALL[:4])
     assert first.returncode == 0, first.stdout + first.stderr
-    again = subprocess.run([sys.executable, str(REPO / "run.py"), "build", *SMALL[:4]], env=ENV,
-                           capture_output=True, text=True)
+    again = vmlab(vmlab_env, None, "build", *SMALL[:4])
     assert again.returncode == 0
     assert "nothing built" in again.stdout, again.stdout
 
 
 @pytest.fixture(scope="module")
-def small_run(tmp_path_factory):
+def small_run(vmlab_env, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("e2e")
-    r = vmlab(SMALL, tmp)
+    r = vmlab(vmlab_env, tmp, *SMALL)
     return tmp, r
 
 
+@pytest.mark.boot
 def test_guest_sees_the_torus_and_records_land(small_run):
     tmp, r = small_run
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    c = con(tmp)
+    c = db(tmp)
     run = c.execute("SELECT * FROM runs").fetchone()
     assert run["status"] == "ok" and not run["reason"]
     topo = T.load("gs1280-8")
@@ -88,9 +64,10 @@ def test_guest_sees_the_torus_and_records_land(small_run):
     assert c.execute("SELECT text FROM metrics WHERE name = 'guest.thp'").fetchone()[0] == "[always] madvise never"
 
 
+@pytest.mark.boot
 def test_run_row_is_complete_and_traceable(small_run):
     tmp, _ = small_run
-    run = con(tmp).execute("SELECT * FROM runs").fetchone()
+    run = db(tmp).execute("SELECT * FROM runs").fetchone()
     for col in ("started_at", "ended_at", "wall_s", "boot_wall_s", "host", "vmlab_version", "topology_sha256",
                 "topology_toml", "params_json", "kernel_release", "kernel_source", "kernel_config_sha256",
                 "kernel_sha256", "initramfs_sha256", "engine_version", "command_line", "log_path", "log_sha256",
@@ -104,14 +81,15 @@ def test_run_row_is_complete_and_traceable(small_run):
     assert "guest ISA x86_64 substituted" in run["limitations"]
 
 
-def test_icount_runs_with_zram_swap_are_deterministic(tmp_path):
+@pytest.mark.boot
+def test_icount_runs_with_zram_swap_are_deterministic(vmlab_env, tmp_path):
     """Same inputs, same guest: identical per-chunk guest times and a
     byte-identical console (swap on zram, in RAM; disk swap is checked in
     test_vcpu_clock_e2e.py)."""
     args = ["--topology", "gs1280-8", "--exp", "memeater", "--param", "chunks=36,cycles=2,swap=zram,swap_frac=1.0"]
     for _ in range(2):
-        assert vmlab(args, tmp_path).returncode == 0
-    c = con(tmp_path)
+        assert vmlab(vmlab_env, tmp_path, *args).returncode == 0
+    c = db(tmp_path)
     a, b = ([tuple(x) for x in c.execute("SELECT cycle, chunk, wall_ms, cpu_ms, minflt, majflt FROM chunk_times "
                                          "WHERE run_id = ? ORDER BY cycle, chunk", (rid,))] for rid in (1, 2))
     assert a == b and len(a) == 72
@@ -121,34 +99,35 @@ def test_icount_runs_with_zram_swap_are_deterministic(tmp_path):
     assert logs[0] == logs[1]
 
 
-def test_panicking_guest_is_recorded_failed_with_its_log(tmp_path):
+@pytest.mark.boot
+def test_panicking_guest_is_recorded_failed_with_its_log(vmlab_env, tmp_path):
     t0 = time.monotonic()
-    r = vmlab([*SMALL, "--kernel-append", "rdinit=/no-such-init init=/no-such-init"], tmp_path)
+    r = vmlab(vmlab_env, tmp_path, *SMALL, "--kernel-append", "rdinit=/no-such-init init=/no-such-init")
     assert r.returncode == 1
-    run = con(tmp_path).execute("SELECT status, reason, log_path FROM runs").fetchone()
+    run = db(tmp_path).execute("SELECT status, reason, log_path FROM runs").fetchone()
     assert run["status"] == "failed" and "Kernel panic" in run["reason"]
     assert "Kernel panic" in Path(run["log_path"]).read_text(errors="replace")
     assert time.monotonic() - t0 < 300
 
 
-def test_hanging_guest_is_stopped_by_the_timeout(tmp_path):
-    r = vmlab([*SMALL, "--kernel-append", "vmlab.hang=1", "--timeout", "5"], tmp_path)
+@pytest.mark.boot
+def test_hanging_guest_is_stopped_by_the_timeout(vmlab_env, tmp_path):
+    r = vmlab(vmlab_env, tmp_path, *SMALL, "--kernel-append", "vmlab.hang=1", "--timeout", "5")
     assert r.returncode == 1
-    run = con(tmp_path).execute("SELECT status, reason FROM runs").fetchone()
+    run = db(tmp_path).execute("SELECT status, reason FROM runs").fetchone()
     assert run["status"] == "failed" and "timeout" in run["reason"]
 
 
+@pytest.mark.boot
 @pytest.mark.parametrize("sig,inherited", [
     # a terminal's Ctrl-C (the suite itself may run with SIGINT ignored: give the run the default back)
     (signal.SIGINT, signal.SIG_DFL),
     # `kill` of a run a script started in the background (`nohup ./run.py ... &`: SIGINT ignored)
     (signal.SIGTERM, signal.SIG_IGN),
 ], ids=["ctrl-c", "sigterm-background"])
-def test_ctrl_c_aborts_and_leaves_the_database_consistent(tmp_path, sig, inherited):
-    cmd = [sys.executable, str(REPO / "run.py"), *SMALL, "--db", str(tmp_path / "r.db"),
-           "--runs-dir", str(tmp_path / "runs")]
-    p = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, inherited))
+def test_ctrl_c_aborts_and_leaves_the_database_consistent(vmlab_env, tmp_path, sig, inherited):
+    p = subprocess.Popen(vmlab_cmd(tmp_path, *SMALL), env=vmlab_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, inherited))
     # Read its output as it comes (a full pipe would stall it) and interrupt
     # once it says the run started (its row is in the database as `running`).
     lines, started = [], threading.Event()
@@ -168,7 +147,7 @@ def test_ctrl_c_aborts_and_leaves_the_database_consistent(tmp_path, sig, inherit
     t.join(timeout=10)
     out = "".join(lines)
     assert p.returncode == 130, out[-2000:]
-    run = con(tmp_path).execute("SELECT status, reason, command_line FROM runs").fetchone()
+    run = db(tmp_path).execute("SELECT status, reason, command_line FROM runs").fetchone()
     assert run["status"] == "aborted"
     # QEMU went with it: no process still runs this run's console
     console = next((tmp_path / "runs").glob("*/console.log"))

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from configs import qemu_build as qb
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.e2e import REPO
 
 
 def test_shipped_series_lists_existing_patches_each_with_a_header():

@@ -10,7 +10,7 @@ import timing as T
 from analysis import db, timing as timing_db
 from experiments import records as R
 from experiments import facts
-from tests import bootstrapped
+from tests.cbuild import gcc
 
 PRINT = r"""
 #include <stdio.h>
@@ -36,12 +36,9 @@ int main(void)
 
 
 def test_python_reads_what_the_c_compiler_sees(tmp_path):
-    bootstrapped.apt("build-essential")  # gcc
     src = tmp_path / "p.c"
     src.write_text(PRINT)
-    exe = tmp_path / "p"
-    subprocess.run(["gcc", "-Wall", "-Werror", f"-I{facts.HEADER.parent}", f"-I{T.HERE}", "-o", str(exe), str(src)],
-                   check=True)
+    exe = gcc(tmp_path / "p", src, include=[facts.HEADER.parent, T.HERE])
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
     got = {}
     for line in out:

@@ -11,18 +11,15 @@ import pytest
 import experiments
 from images import initramfs
 from tests import bootstrapped
+from tests.cbuild import GUEST, gcc
 
 REPO_LIB = experiments.LIB
 
 
 @pytest.fixture(scope="module")
 def init_bin(tmp_path_factory):
-    bootstrapped.apt("build-essential")  # gcc
-    out = tmp_path_factory.mktemp("init") / "init"
-    subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-sign-compare", "-Wno-unused-parameter",
-                    f"-I{REPO_LIB}", "-o", str(out), str(initramfs.INIT_C), *map(str, experiments.lib_sources())],
-                   check=True)
-    return out
+    return gcc(tmp_path_factory.mktemp("init") / "init", initramfs.INIT_C, *experiments.lib_sources(),
+               flags=GUEST, include=[REPO_LIB])
 
 
 def header(path, pagesz=4096):

@@ -30,11 +30,10 @@ from __future__ import annotations
 import ast
 import fnmatch
 import functools
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.e2e import REPO
 
 # The order, lowest first: each stage may import its own and earlier ones.
 # It is the design's stage table (../shared/DESIGN.md: machine, software,

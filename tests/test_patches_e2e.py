@@ -6,16 +6,13 @@ comparison. Slow: kernel builds
 and guest boots; CI builds them in its shared cold cache."""
 import json
 import re
-import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from images import kernel as kimg
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.e2e import db, vmlab, vmlab_cmd
 
 # every shipped set, stacked ones (a seed's fix on its period set) included
 SETS = [s for s in kimg.patchsets() if s != "vanilla"]
@@ -36,25 +33,17 @@ def symbol(component: str) -> str:
 TOPO = "x86-8s"
 SMALL = ["--exp", "memeater", "--param", "chunks=6,cycles=1"]
 
-pytestmark = pytest.mark.slow
-
-
-def vmlab(env, *args, tmp=None):
-    cmd = [sys.executable, str(REPO / "run.py"), *args]
-    if tmp is not None:
-        cmd += ["--db", str(tmp / "r.db"), "--runs-dir", str(tmp / "runs")]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True)
-
 
 @pytest.fixture(scope="module")
 def kernels(vmlab_env):
-    r = vmlab(vmlab_env, "build", "--topology", TOPO, "--kernel", ",".join(KERNELS))
+    r = vmlab(vmlab_env, None, "build", "--topology", TOPO, "--kernel", ",".join(KERNELS))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     dirs = [Path(m) for m in re.findall(r"^kernel:\s+(\S+)$", r.stdout, re.M)]
     assert len(dirs) == len(KERNELS)
     return dict(zip(KERNELS, dirs))
 
 
+@pytest.mark.engine  # builds the kernels, boots none
 def test_each_set_is_in_its_kernel_with_the_vanilla_config(kernels):
     metas = {k: json.loads((d / "meta.json").read_text()) for k, d in kernels.items()}
     for k, d in kernels.items():
@@ -70,12 +59,11 @@ def test_each_set_is_in_its_kernel_with_the_vanilla_config(kernels):
 @pytest.fixture(scope="module")
 def comparison(vmlab_env, kernels, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("compare")
-    r = vmlab(vmlab_env, "--topology", TOPO, *SMALL, "--kernel", ",".join(COMPARED), tmp=tmp)
-    c = sqlite3.connect(tmp / "r.db")
-    c.row_factory = sqlite3.Row
-    return r, c
+    r = vmlab(vmlab_env, tmp, "--topology", TOPO, *SMALL, "--kernel", ",".join(COMPARED))
+    return r, db(tmp)
 
 
+@pytest.mark.boot
 def test_one_command_runs_several_kernels_and_prints_the_table(comparison):
     r, c = comparison
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
@@ -91,6 +79,7 @@ def test_one_command_runs_several_kernels_and_prints_the_table(comparison):
                      r.stdout, re.M), r.stdout[-3000:]
 
 
+@pytest.mark.boot
 def test_each_patch_is_live_in_the_guest(comparison):
     _, c = comparison
     for x in c.execute("SELECT id, patch_set FROM runs"):
@@ -103,6 +92,7 @@ def test_each_patch_is_live_in_the_guest(comparison):
         assert zrm == ("1" if x["patch_set"] == "zone-reclaim-auto" else "0"), x["patch_set"]
 
 
+@pytest.mark.boot
 def test_every_other_set_is_live_on_a_small_machine(vmlab_env, kernels, tmp_path):
     """Each set not in the comparison boots on x86-1s-2c and announces every
     one of its layers; two guests at a time, each in its own database."""
@@ -113,15 +103,14 @@ def test_every_other_set_is_live_on_a_small_machine(vmlab_env, kernels, tmp_path
         for k in batch:
             d = tmp_path / k
             d.mkdir()
-            cmd = [sys.executable, str(REPO / "run.py"), "--topology", "x86-1s-2c", "--exp", "memeater",
-                   "--param", "chunks=1,cycles=1,swap=none", "--kernel", k,
-                   "--db", str(d / "r.db"), "--runs-dir", str(d / "runs")]
+            cmd = vmlab_cmd(d, "--topology", "x86-1s-2c", "--exp", "memeater", "--param", "chunks=1,cycles=1,swap=none",
+                            "--kernel", k)
             procs.append((k, d, subprocess.Popen(cmd, env=vmlab_env, stdout=subprocess.PIPE,
                                                  stderr=subprocess.STDOUT, text=True)))
         for k, d, p in procs:
             out = p.communicate()[0]
             assert p.returncode == 0, (k, out[-3000:])
-            c = sqlite3.connect(d / "r.db")
+            c = db(d)
             (rid, ps), = c.execute("SELECT id, patch_set FROM runs WHERE status = 'ok'").fetchall()
             live = {n[len("patch_live."):] for (n,) in c.execute(
                 "SELECT name FROM metrics WHERE run_id = ? AND name LIKE 'patch_live.%'", (rid,))}
@@ -130,12 +119,13 @@ def test_every_other_set_is_live_on_a_small_machine(vmlab_env, kernels, tmp_path
     assert sorted(done) == sorted(ELSEWHERE) and len(ELSEWHERE) >= 5
 
 
+@pytest.mark.boot
 def test_zone_reclaim_rule_stays_off_within_distance_20(vmlab_env, kernels, tmp_path):
     """gs1280-8's farthest node is at 19: the 2005 rule (distance > 20) keeps
     zone reclaim off there, on the same patched kernel."""
-    r = vmlab(vmlab_env, "--topology", "gs1280-8", *SMALL, "--kernel", "zone-reclaim-auto", tmp=tmp_path)
+    r = vmlab(vmlab_env, tmp_path, "--topology", "gs1280-8", *SMALL, "--kernel", "zone-reclaim-auto")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    c = sqlite3.connect(tmp_path / "r.db")
+    c = db(tmp_path)
     m = dict(c.execute("SELECT name, COALESCE(text, value) FROM metrics WHERE name IN "
                        "('guest.zone_reclaim_mode', 'patch_live.zone-reclaim-auto')").fetchall())
     assert m == {"guest.zone_reclaim_mode": "0", "patch_live.zone-reclaim-auto": 1.0}

@@ -8,7 +8,7 @@ import pytest
 
 from tests.e2e import REPO, db, vmlab
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.boot
 
 
 def test_a_pause_takes_the_topologys_cycles_on_the_guest_clock(vmlab_env, tmp_path):

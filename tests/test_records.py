@@ -31,12 +31,11 @@ def test_invalid_utf8_does_not_stop_ingest():
 def test_guest_probe_output_parses(tmp_path):
     """The real guest-side C emitter, compiled for the host, produces valid records."""
     import subprocess
-    from pathlib import Path
     import experiments
-    repo = Path(__file__).resolve().parent.parent
-    exe = tmp_path / "probe"
-    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", f"-I{repo}/experiments/lib", "-o", str(exe),
-                    str(repo / "images/initramfs/probe.c"), *map(str, experiments.lib_sources())], check=True)
+    from tests.cbuild import GUEST, gcc
+    from tests.e2e import REPO
+    exe = gcc(tmp_path / "probe", REPO / "images/initramfs/probe.c", *experiments.lib_sources(), flags=GUEST,
+              include=[REPO / "experiments/lib"])
     out = subprocess.run([str(exe), "snapshot", "before"], capture_output=True, text=True, check=True).stdout
     out += subprocess.run([str(exe), "machine"], capture_output=True, text=True, check=True).stdout
     p = R.parse_text(out)

@@ -3,11 +3,9 @@ real ingest path (console records -> analysis.ingest), the HTML page and its
 figures, the data behind them, a headless Chromium that loads the page, and
 bad input."""
 import json
-import os
 import re
 import struct
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +17,9 @@ from analysis import db, plots, report
 from experiments import records as R
 from analysis.rows import insert
 from experiments import facts
+from tests.e2e import ENV, REPO, vmlab
 from tests.runrows import run_end, run_start
 
-REPO = Path(__file__).resolve().parent.parent
-ENV = dict(os.environ, VMLAB_IN_VENV="1")
 CHROMIUM = "/usr/bin/chromium"
 MEMEATER = {"cpu": 0, "chunk_mib": 16, "chunks": 16, "cycles": 3}
 
@@ -294,6 +291,7 @@ def chromium(*args, tmp: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.browser
 def test_headless_chromium_loads_every_image(built, tmp_path):
     _, _, out = built
     dom = chromium("--dump-dom", (out / "index.html").as_uri(), tmp=tmp_path / "profile").stdout
@@ -307,6 +305,7 @@ def test_headless_chromium_loads_every_image(built, tmp_path):
     assert len(data) > 100_000  # figures, not a blank page
 
 
+@pytest.mark.browser
 def test_headless_chromium_reports_a_missing_image(built, tmp_path):
     _, ids, out = built
     broken = tmp_path / "copy"
@@ -357,6 +356,5 @@ def test_bad_input_one_line_exit_2(built, tmp_path, capsys):
 
 def test_cli_dispatch(built, tmp_path):
     tmp, _, _ = built
-    r = subprocess.run([sys.executable, str(REPO / "run.py"), "report", "--study", "999", "--db", str(tmp / "r.db")],
-                       env=ENV, capture_output=True, text=True, cwd=tmp_path)
+    r = vmlab(ENV, tmp, "report", "--study", "999", runs_dir=False, cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [f"error: {tmp / 'r.db'}: no study 999"]

@@ -6,15 +6,13 @@ same checksum), shared by the assertions through module-scoped fixtures.
 The machine is a small two-node variant of x86-2s (2 x 2 CPUs, 2 x 64 MiB)
 so that working sets above RAM stay cheap under TCG."""
 import json
-import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.slow
+from tests.e2e import REPO, db, vmlab
+
+pytestmark = pytest.mark.boot
 
 
 @pytest.fixture(scope="module")
@@ -29,11 +27,8 @@ def rig(tmp_path_factory, vmlab_env):
     topo.write_text(text)
 
     def run(exp, params):
-        cmd = [sys.executable, str(REPO / "run.py"), "--topology", str(topo), "--exp", exp, "--param", params,
-               "--db", str(tmp / "r.db"), "--runs-dir", str(tmp / "runs")]
-        r = subprocess.run(cmd, env=vmlab_env, capture_output=True, text=True)
-        c = sqlite3.connect(tmp / "r.db")
-        c.row_factory = sqlite3.Row
+        r = vmlab(vmlab_env, tmp, "--topology", str(topo), "--exp", exp, "--param", params)
+        c = db(tmp)
         rid = c.execute("SELECT MAX(id) FROM runs").fetchone()[0]
         return r, c, rid
     return run

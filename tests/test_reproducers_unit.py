@@ -15,17 +15,15 @@ from experiments import records as R
 from experiments.kvio import results as kvio_results
 from tests.runrows import run_end, run_start
 from configs import qemu
+from tests.cbuild import GUEST, gcc
+from tests.e2e import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 LIB = REPO / "experiments" / "lib"
 REPROS = ("mlockchurn", "kvio", "forkstorm", "qsbench")
 
 
 def cc(tmp_path, src: Path, name: str) -> Path:
-    out = tmp_path / name
-    subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-Wno-sign-compare", "-Wno-unused-parameter", "-Werror",
-                    f"-I{LIB}", "-o", str(out), str(src), *map(str, E.lib_sources())], check=True)
-    return out
+    return gcc(tmp_path / name, src, *E.lib_sources(), flags=GUEST, include=[LIB])
 
 
 def records_of(text: str):

@@ -7,30 +7,23 @@ lock is contended many times more, and waited on longer (4 CPUs, 0.5 s:
 at 4 CPUs the two kernels are within a few percent. Slow; CI runs it (a
 lock_stat kernel is a full build on a cold cache)."""
 import json
-import sqlite3
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from images import kernel as kimg
+from tests.e2e import REPO, db, vmlab
 
-REPO = Path(__file__).resolve().parent.parent
 TOPO = REPO / "tests" / "data" / "x86-2s-small.toml"
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.boot
 
 
 @pytest.fixture(scope="module")
 def storm(tmp_path_factory, vmlab_env):
     tmp = tmp_path_factory.mktemp("seed002")
-    cmd = [sys.executable, str(REPO / "run.py"), "--topology", str(TOPO), "--exp", "forkstorm",
-           "--kernel", "vanilla,rmap-lock-blocking", "--flavor", "lockstat", "--param", "duration_s=0.5",
-           "--db", str(tmp / "r.db"), "--runs-dir", str(tmp / "runs")]
-    r = subprocess.run(cmd, env=vmlab_env, capture_output=True, text=True)
+    r = vmlab(vmlab_env, tmp, "--topology", str(TOPO), "--exp", "forkstorm", "--kernel", "vanilla,rmap-lock-blocking",
+              "--flavor", "lockstat", "--param", "duration_s=0.5")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    c = sqlite3.connect(tmp / "r.db")
-    c.row_factory = sqlite3.Row
+    c = db(tmp)
     runs = {x["patch_set"]: x for x in c.execute("SELECT * FROM runs WHERE status = 'ok'")}
     assert set(runs) == {"vanilla", "rmap-lock-blocking"}
     done = {}

@@ -13,9 +13,9 @@ import pytest
 import topologies as T
 from analysis import compare, db, seed_tables, seeds
 from analysis.rows import insert
+from tests.e2e import REPO
 from tests.test_report import rec, store
 
-REPO = Path(__file__).resolve().parent.parent
 # The seed documents: shared/seeds/ beside the repository (CI clones it with a copy of shared/ beside it)
 DOCS = REPO.parent / "shared" / "seeds"
 STUDY_TOML = """name = "seeds-test"

@@ -14,8 +14,7 @@ from analysis import db
 from analysis.rows import insert
 from pipeline import merge, runner, study
 from pipeline.spec import InputError, RunSpec
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.e2e import REPO
 from tests.runrows import run_end, run_start
 
 

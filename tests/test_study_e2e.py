@@ -7,21 +7,20 @@ import re
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests import bootstrapped
-from tests.e2e import REPO
+from tests.e2e import REPO, vmlab_cmd
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.study
 STUDY = REPO / "tests" / "data" / "study-small.toml"
 
 
 def study_cmd(tmp, *extra):
-    return [sys.executable, str(REPO / "run.py"), "study", str(STUDY), "--db", str(tmp / "s.db"), *extra]
+    return vmlab_cmd(None, "study", str(STUDY), "--db", str(tmp / "s.db"), *extra)
 
 
 def rows(tmp, sql, args=()):

@@ -11,8 +11,6 @@ import topologies as T
 from experiments.latprobe import results as latprobe_results
 from tests.e2e import db, vmlab
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module", params=["gs1280-8", "x86-2s"])
 def latprobe(request, vmlab_env, tmp_path_factory):
@@ -22,6 +20,7 @@ def latprobe(request, vmlab_env, tmp_path_factory):
     return request.param, tmp, r
 
 
+@pytest.mark.boot
 def test_pointer_chase_latency_matches_the_topology_within_5_percent(latprobe):
     name, tmp, r = latprobe
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
@@ -36,6 +35,7 @@ def test_pointer_chase_latency_matches_the_topology_within_5_percent(latprobe):
         assert c["guest_ns"] == pytest.approx(topo.latency_ns(0, c["node"]), rel=0.05), c
 
 
+@pytest.mark.boot
 def test_lock_pingpong_cost_grows_with_distance_as_the_model_says(latprobe):
     name, tmp, _ = latprobe
     topo = T.load(name)
@@ -51,6 +51,7 @@ def test_lock_pingpong_cost_grows_with_distance_as_the_model_says(latprobe):
     assert len({h for h, _ in by_hops}) == len(set(topo.hops[0])) - (1 if topo.cpus_per_node == 1 else 0)
 
 
+@pytest.mark.boot
 def test_timing_results_land_and_every_cpu_is_told_apart(latprobe):
     name, tmp, r = latprobe
     c = db(tmp)
@@ -71,6 +72,7 @@ def test_timing_results_land_and_every_cpu_is_told_apart(latprobe):
     assert "remote share of misses" in r.stdout and "top symbols by modeled memory stall" in r.stdout
 
 
+@pytest.mark.boot
 def test_fast_mode_counts_instructions_and_writes_basic_block_vectors(vmlab_env, tmp_path):
     r = vmlab(vmlab_env, tmp_path, "--topology", "gs1280-8", "--exp", "memeater", "--timing", "fast",
               "--param", "chunks=4,cycles=2,swap=none")
@@ -87,6 +89,7 @@ def test_fast_mode_counts_instructions_and_writes_basic_block_vectors(vmlab_env,
     assert bb and bb[0].read_text().startswith("T:")
 
 
+@pytest.mark.engine  # refused before a build or a boot
 def test_detailed_needs_icount_and_bad_maps_fail_before_boot(vmlab_env, tmp_path):
     r = vmlab(vmlab_env, tmp_path, "--topology", "gs1280-8", "--timing", "detailed", "--qemu-mode", "mttcg")
     assert r.returncode == 2 and "needs --qemu-mode icount" in r.stderr

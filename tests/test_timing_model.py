@@ -10,6 +10,7 @@ import pytest
 
 import timing as T
 import topologies
+from tests.cbuild import SHARED, gcc
 
 R, W, A = 0, 1, 2  # read, write (VM_F_WRITE), atomic (VM_F_ATOMIC)
 USER = 8
@@ -21,9 +22,7 @@ MODEL_C = [str(s) for s in T.SOURCES if s.name.startswith("model") and s.suffix 
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    out = tmp_path_factory.mktemp("model") / "libvmlab_model.so"
-    subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-o", str(out), *MODEL_C],
-                   check=True)
+    out = gcc(tmp_path_factory.mktemp("model") / "libvmlab_model.so", *MODEL_C, flags=SHARED)
     lib = ctypes.CDLL(str(out))
     lib.vm_model_new.restype = ctypes.c_void_p
     lib.vm_model_new.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
@@ -217,9 +216,9 @@ def test_coherence_invariants_hold_under_random_traffic(tmp_path, name):
     the directory's sharers are exactly the caches holding the line, and a
     line in E/M is in no other cache (tests/c/timing_invariants.c)."""
     src = Path(__file__).parent / "c" / "timing_invariants.c"
-    exe = tmp_path / "inv"
-    subprocess.run(["gcc", "-O2", "-fsanitize=address,undefined", "-I", str(T.HERE), "-o", str(exe), str(src),
-                    *MODEL_C], check=True)
+    # the harness's main() ignores its argc
+    exe = gcc(tmp_path / "inv", src, *MODEL_C, flags=["-fsanitize=address,undefined", "-Wno-unused-parameter"],
+              include=[T.HERE])
     text = T.config_text(topologies.load(name), "detailed", tmp_path / "o.json")
     lines = [("l1d 512 2 3" if ln.startswith("l1d ") else "l2 2048 4 12" if ln.startswith("l2 ") else ln)
              for ln in text.splitlines()]

@@ -6,7 +6,7 @@ import pytest
 
 from tests.e2e import db, vmlab
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.boot
 
 
 def test_four_sorts_on_an_eight_cpu_guest_take_a_quarter_of_the_time(vmlab_env, tmp_path):

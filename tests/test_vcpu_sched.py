@@ -3,12 +3,12 @@ our series adds (include/qemu/vmlab-sched.h, a new file in patch 0003) is cut
 out of the patch, compiled with a small harness and driven with ctypes.
 Quantum boundaries, halted vCPUs, stall overshoot, the machine's time."""
 import ctypes
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from configs import qemu_build
+from tests.cbuild import SHARED, gcc
 
 HERE = Path(__file__).resolve().parent
 PS = 870          # EV7 cycle
@@ -30,9 +30,7 @@ def lib(tmp_path_factory):
     (d / "qemu").mkdir()
     (d / "qemu" / "vmlab-sched.h").write_text(header_from_patch())
     (d / "qemu" / "vmlab-pause.h").write_text(header_from_patch("0007", "include/qemu/vmlab-pause.h"))
-    out = d / "sched.so"
-    subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", f"-I{d}", "-o", str(out),
-                    str(HERE / "c" / "vcpu_sched_harness.c")], check=True)
+    out = gcc(d / "sched.so", HERE / "c" / "vcpu_sched_harness.c", flags=SHARED, include=[d])
     lib = ctypes.CDLL(str(out))
     i64 = ctypes.c_int64
     lib.pick.restype = ctypes.c_int
