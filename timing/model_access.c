@@ -356,13 +356,18 @@ static inline void pv_note(core_t *k, uint64_t value, uint64_t ready) {
 
 /* (c) The time the oldest load miss that has a full reorder window behind it
  * arrives (0: none). */
-static inline uint64_t rob_ready(const model_t *m, const core_t *k, uint64_t insns, uint64_t now) {
-    if (k->fb_until <= now) return 0;
-    uint64_t r = 0;
-    for (uint32_t i = 0; i < m->core.fill_buffers; i++)
-        if (k->fb_ready[i] > now && k->fb_insn[i] != NO_ROB && insns - k->fb_insn[i] >= m->core.rob &&
-            k->fb_ready[i] > r)
-            r = k->fb_ready[i];
+static inline uint64_t rob_ready(const model_t *m, core_t *k, uint64_t insns, uint64_t now) {
+    if (k->fb_until <= now || insns < k->rob_next) return 0;  /* the common case: no scan */
+    uint64_t r = 0, next = UINT64_MAX;
+    for (uint32_t i = 0; i < m->core.fill_buffers; i++) {
+        if (k->fb_ready[i] <= now || k->fb_insn[i] == NO_ROB) continue;
+        if (insns - k->fb_insn[i] >= m->core.rob) {
+            if (k->fb_ready[i] > r) r = k->fb_ready[i];
+        } else if (k->fb_insn[i] + m->core.rob < next) {
+            next = k->fb_insn[i] + m->core.rob;
+        }
+    }
+    k->rob_next = next;  /* the misses still short of a full window; a new miss can only lower it */
     return r;
 }
 
@@ -381,19 +386,12 @@ static void stream_train(model_t *m, int c, uint64_t line, uint64_t now) {
     uint32_t page_shift = 12 - m->line_shift;
     int32_t per_page = 1 << page_shift, off = (int32_t)(line & (uint64_t)(per_page - 1));
     uint64_t page = line >> page_shift;
-    stream_t *s = NULL, *lru = &k->st[0];
-    for (uint32_t i = 0; i < m->core.streams; i++) {
-        if (k->st[i].page == page && k->st[i].used) {
-            s = &k->st[i];
-            break;
-        }
-        if (k->st[i].used < lru->used) lru = &k->st[i];
-    }
-    if (!s) {
-        *lru = (stream_t){.page = page, .used = ++k->st_clock, .last = off, .ahead = -1};
+    /* trackers are direct-mapped by page: a page's stream takes its slot from whatever was there */
+    stream_t *s = &k->st[(page ^ (page >> 7)) % m->core.streams];
+    if (s->page != page || !s->used) {
+        *s = (stream_t){.page = page, .used = 1, .last = off, .ahead = -1};
         return;
     }
-    s->used = ++k->st_clock;
     int32_t d = off - s->last;
     if (!d) return;
     int8_t dir = d > 0 ? 1 : -1;
@@ -525,6 +523,7 @@ uint64_t vm_access(model_t *m, int c, uint64_t pa, uint64_t vaddr, unsigned flag
         }
         k->fb_ready[f] = ready;
         k->fb_insn[f] = store ? NO_ROB : p->c.insns;
+        if (!store && p->c.insns + m->core.rob < k->rob_next) k->rob_next = p->c.insns + m->core.rob;
         if (ready > k->fb_until) k->fb_until = ready;
         infl_set(k, line, ready);
     }

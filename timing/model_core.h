@@ -19,7 +19,8 @@
  * until their line arrives; a miss that finds the queue full starts when an
  * entry frees (it waits in its fill buffer, the core goes on).
  *
- * The L2 streamer: per 4 KiB page, two L1 misses a small distance apart in
+ * The L2 streamer: per 4 KiB page (trackers direct-mapped by page: a new
+ * page takes its slot from the one there), two L1 misses a small distance apart in
  * one direction start a stream; then each further miss in that page issues
  * prefetches for the lines up to `prefetch_distance` ahead, into the L2, as
  * far as free L2 queue entries allow (a prefetch never waits). A demand
@@ -53,7 +54,7 @@ typedef struct {
 } pendval_t;
 
 typedef struct {
-    uint64_t page, used;   /* used: the streamer's LRU clock */
+    uint64_t page, used;   /* used: the tracker holds a page */
     int32_t last, ahead;   /* last line offset seen; farthest offset prefetched (-1: none) */
     int8_t dir, conf;
 } stream_t;
@@ -67,6 +68,7 @@ typedef struct {
 typedef struct {
     uint64_t fb_ready[MAX_FB], fb_insn[MAX_FB];
     uint64_t fb_until;     /* latest fb_ready: nothing outstanding once now passes it */
+    uint64_t rob_next;     /* no load miss can fill the window before this instruction count */
     uint64_t sq_ready[MAX_SQ];
     uint64_t sb_drain[MAX_SB], sb_last;
     uint32_t sb_head, sb_n;
@@ -75,8 +77,7 @@ typedef struct {
     uint32_t pv_next, staged;   /* staged: stage_value (written by the caller) joins pv at the next access */
     uint64_t stage_value, stage_ready;
     uint64_t pv_until;     /* latest pending value's ready time */
-    stream_t st[MAX_STREAMS];
-    uint64_t st_clock;
+    stream_t st[MAX_STREAMS];  /* direct-mapped by page */
 } core_t;
 
 #endif

@@ -77,6 +77,7 @@ typedef struct { uint64_t value, when_ps; unsigned writer; } lockline_t;
 static GHashTable *locklines;            /* line -> last change (stalls on only; round-robin: one writer) */
 static uint64_t line_mask;
 static __thread GByteArray *regbuf;      /* per host thread: MTTCG runs vCPUs in parallel */
+static uint32_t *sync_tick;              /* per vCPU: blocks since the model's clock last followed the engine's */
 
 /* --- basic-block vectors (SimPoint .bb format, one file per vCPU) ------------ */
 static void bbv_flush(unsigned vcpu) {
@@ -145,7 +146,9 @@ static uint64_t lock_causality(unsigned vcpu, qemu_plugin_meminfo_t info, uint64
 
 static void tb_exec(unsigned int vcpu, void *ud) {
     const tbinfo_t *t = ud;
-    if (stalls) vm_sync_time(M, (int)vcpu, qemu_plugin_vcpu_clock_ps());  /* idle jumps, PAUSE: see model.h */
+    /* idle jumps, PAUSE (model.h): every 16th block of a vCPU is soon enough, and the engine's
+     * clock is not free to read */
+    if (stalls && !(sync_tick[vcpu]++ & 15)) vm_sync_time(M, (int)vcpu, qemu_plugin_vcpu_clock_ps());
     uint64_t ps = vm_insns(M, (int)vcpu, t->n, (int)t->kind);  /* non-zero: a full reorder window */
     if (ps && stalls) qemu_plugin_vcpu_stall_ps(ps);
     if (bbv) bbv_count(vcpu, t);
@@ -343,6 +346,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         stalls = 0;
     }
     locklines = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+    sync_tick = calloc(vm_ncpus(M), sizeof *sync_tick);
     line_mask = (uint64_t)vm_line_bytes(M) - 1;
     if (bbv_dir[0] && interval) {
         bbv = calloc(vm_ncpus(M), sizeof(bbv_t));
