@@ -63,6 +63,17 @@ def cpio(files: dict[str, tuple[int, bytes]], devices: dict[str, tuple[int, int,
     return blob + b"\0" * (-len(blob) % 512)
 
 
+def shell_init_script() -> bytes:
+    """The shell /init with the record tag of experiments/lib/vmlab_facts.h
+    (VMLAB_TAG) put in, so the guest's C code, its shell and the host share
+    one definition."""
+    from experiments import facts
+    text = INIT.read_text()
+    if "@VMLAB_TAG@" not in text:
+        raise ValueError(f"{INIT}: expected the placeholder @VMLAB_TAG@ for the record tag")
+    return text.replace("@VMLAB_TAG@", facts.TAG).encode()
+
+
 def base_archive(binaries: dict[str, Path], arch: str = "x86_64") -> bytes:
     """The experiment's archive: /init (with busybox where the arch uses the
     shell /init; else the compiled `init` among the binaries) and the given
@@ -71,7 +82,7 @@ def base_archive(binaries: dict[str, Path], arch: str = "x86_64") -> bytes:
     if shell_init(arch):
         if not BUSYBOX.is_file():
             raise FileNotFoundError(f"{BUSYBOX} missing: install it with `apt-get install busybox-static`")
-        files = {"init": (0o755, INIT.read_bytes()), "bin/busybox": (0o755, BUSYBOX.read_bytes())}
+        files = {"init": (0o755, shell_init_script()), "bin/busybox": (0o755, BUSYBOX.read_bytes())}
     else:
         files = {"init": (0o755, Path(binaries.pop("init")).read_bytes())}
     for name, path in binaries.items():

@@ -70,3 +70,30 @@ def test_command_words_match_sh_quoting(init_bin, cmd):
 @pytest.mark.parametrize("cmd,code", [("a | b", 2), ("a && b", 2), ("a > f", 2), ("a 'open", 1)])
 def test_command_needing_a_shell_is_refused(init_bin, cmd, code):
     assert subprocess.run([str(init_bin), "argv", cmd], capture_output=True).returncode == code
+
+
+def test_c_init_reports_the_patches_the_shell_init_reports(init_bin, tmp_path):
+    """Alpha runs prove their kernel's patch sets too: the C /init's `patch`
+    records from a kernel log are the shell /init's (its dmesg | sed)."""
+    from experiments import facts, records
+    log = tmp_path / "kmsg"
+    log.write_text("[    0.000000] Linux version 6.1\n"
+                   "[    0.120000] vmlab-patch: rmap-lock-blocking (anon_vma lock as 2009's)\n"
+                   "[    0.130000] something else: vmlab-patch: ptl-trylock.v2 on\n"
+                   "[    0.140000] vmlab-patch: \n")
+    out = subprocess.run([str(init_bin), "patches", str(log)], capture_output=True, text=True, check=True).stdout
+    parsed = records.parse_text(out)
+    assert not parsed.errors
+    got = [{"type": r.type, **r.body} for r in parsed.records]
+    shell = subprocess.run(["sed", "-n", r"s/.*vmlab-patch: \([a-z0-9.-]*\).*/\1/p", str(log)],
+                           capture_output=True, text=True, check=True).stdout.split()
+    assert [(r["type"], r["name"]) for r in got] == [("patch", n) for n in shell] == [
+        ("patch", "rmap-lock-blocking"), ("patch", "ptl-trylock.v2")]
+    assert all(ln.startswith(facts.TAG) for ln in out.splitlines())
+
+
+def test_the_shell_init_takes_its_record_tag_from_the_facts_header():
+    from experiments import facts
+    packed = initramfs.shell_init_script().decode()
+    assert f"TAG='{facts.TAG}'" in packed and "@VMLAB_TAG@" not in packed
+    assert facts.TAG.strip() not in initramfs.INIT.read_text()  # held once, in vmlab_facts.h

@@ -10,14 +10,16 @@
  * command that needs one (pipes, ;, &&, redirections) is refused with an
  * `init` record rather than run wrongly.
  *
- * Not as PID 1, `init mkswap FILE` only writes a swap header and `init argv
- * CMD` prints the words it would run, so the host's tests can check both
- * (against util-linux's mkswap and Python's shlex).
+ * Not as PID 1, `init mkswap FILE` only writes a swap header, `init argv
+ * CMD` prints the words it would run and `init patches LOG` the patch records
+ * a kernel log gives, so the host's tests can check them (against
+ * util-linux's mkswap, Python's shlex and the shell /init's sed).
  */
 #include "vmlab.h"
 #include <stdint.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
+#include <sys/klog.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
@@ -35,6 +37,37 @@ static void note(const char *step, int ok)
 	vl_kstr(&b, "step", step);
 	vl_kint(&b, "ok", ok);
 	vl_emit(&b);
+}
+
+/* Patch sets announce themselves at boot ("vmlab-patch: NAME ..."): one
+ * `patch` record each, as the shell /init's dmesg | sed does, so a run
+ * proves which patches its kernel really had. */
+static void report_patches_in(const char *log)
+{
+	for (const char *at = log; (at = strstr(at, "vmlab-patch: ")); ) {
+		at += strlen("vmlab-patch: ");
+		size_t k = strspn(at, "abcdefghijklmnopqrstuvwxyz0123456789.-");
+		if (k) {
+			char name[128];
+			snprintf(name, sizeof name, "%.*s", (int)k, at);
+			vl_buf b = vl_record("patch");
+			vl_kstr(&b, "name", name);
+			vl_emit(&b);
+		}
+		at += k;
+	}
+}
+
+static void report_patches(void)
+{
+	int len = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0);
+	if (len <= 0)
+		return;
+	char *log = malloc((size_t)len + 1);
+	int n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, log, len);
+	log[n > 0 ? n : 0] = 0;
+	report_patches_in(log);
+	free(log);
 }
 
 /* Split `s` into words with sh's quoting rules. Returns the word count, or
@@ -225,7 +258,15 @@ int main(int argc, char **argv)
 				printf("%s\n", v[i]);
 			return n < 0 ? -n : 0;
 		}
-		fprintf(stderr, "usage: init mkswap FILE | init argv CMD (as PID 1 it is the guest's /init)\n");
+		if (argc == 3 && !strcmp(argv[1], "patches")) { /* the patch records a kernel log FILE gives */
+			char *log = vl_slurp(argv[2]);
+			if (!log)
+				return 1;
+			report_patches_in(log);
+			free(log);
+			return 0;
+		}
+		fprintf(stderr, "usage: init mkswap FILE | init argv CMD | init patches LOG (as PID 1 it is the guest's /init)\n");
 		return 2;
 	}
 	setenv("PATH", "/bin", 1);
@@ -238,6 +279,7 @@ int main(int argc, char **argv)
 
 	read_conf();
 	apply_knobs();
+	report_patches();
 	setup_swap();
 
 	probe("machine", NULL);
