@@ -21,6 +21,7 @@ own), so it lives in pipeline/, not in the timing stage it measures.
 from __future__ import annotations
 
 import argparse
+import resource
 import sqlite3
 import subprocess
 import sys
@@ -51,15 +52,20 @@ def main(argv, repo: Path) -> int:
     # build everything first so no mode pays for a build
     subprocess.run([sys.executable, str(repo / "run.py"), "build", "-t", a.topology, "-e", a.exp,
                     "--timing", "detailed"], check=True, stdout=subprocess.DEVNULL)
-    ids = {}
+    ids, cpu_s = {}, {}
     for mode in modes:
         print(f"bench: {a.topology} / {a.exp} ({a.param}), timing {mode} ...", flush=True)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         r = subprocess.run([sys.executable, str(repo / "run.py"), "-t", a.topology, "-e", a.exp, "-p", a.param,
                             *MODES[mode], "--db", str(dbp), "--runs-dir", str(work / "runs")],
                            capture_output=True, text=True)
         if r.returncode:
             print(r.stdout[-2000:] + r.stderr[-2000:], file=sys.stderr)
             return 1
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        # CPU seconds of the run and its QEMU: on a shared host they depend far less on the other
+        # load than wall time does, so the CPU-time ratio is the one to compare across modes
+        cpu_s[mode] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         con = sqlite3.connect(dbp)
         ids[mode] = con.execute("SELECT MAX(id) FROM runs").fetchone()[0]
     con = sqlite3.connect(dbp)
@@ -70,11 +76,11 @@ def main(argv, repo: Path) -> int:
         insns = con.execute("SELECT SUM(insns) FROM vcpu_clocks WHERE run_id = ?", (rid,)).fetchone()[0]
         state = con.execute("SELECT state_bytes FROM timing_run WHERE run_id = ?", (rid,)).fetchone()
         rows[mode] = dict(wall=run["wall_s"], boot=run["boot_wall_s"], rss=run["qemu_maxrss_kib"], insns=insns,
-                          state=state[0] if state else None)
+                          state=state[0] if state else None, cpu=cpu_s[mode])
     base = rows.get("off")
     print(f"\n{a.topology}, {a.exp} ({a.param}); QEMU under -icount, vCPUs round-robin on one host core")
     print(f"{'mode':<18} {'instructions':>15} {'wall s':>8} {'guest MIPS':>11} {'speed vs off':>12} "
-          f"{'QEMU peak RSS':>14} {'model state':>12}")
+          f"{'CPU s':>7} {'vs off (CPU)':>12} {'QEMU peak RSS':>14} {'model state':>12}")
     for mode, r in rows.items():
         mips = f"{r['insns'] / r['wall'] / 1e6:>11.1f}" if r["insns"] else f"{'-':>11}"
         if base and r["insns"] and base["insns"]:
@@ -83,7 +89,9 @@ def main(argv, repo: Path) -> int:
             ratio = f"{base['wall'] / r['wall']:.2f}x wall"
         else:
             ratio = "-"
-        print(f"{mode:<18} {(r['insns'] or 0):>15,} {r['wall']:>8.1f} {mips} {ratio:>12} {r['rss'] / 1024:>11.0f} MiB "
-              f"{(r['state'] or 0) / 2**20:>9.0f} MiB")
-    print(f"(speed vs off = guest MIPS / off's guest MIPS; runs kept in {work})")
+        cratio = (f"{(r['insns'] / r['cpu']) / (base['insns'] / base['cpu']):.2f}x"
+                  if base and r["insns"] and base["insns"] and r["cpu"] and base["cpu"] else "-")
+        print(f"{mode:<18} {(r['insns'] or 0):>15,} {r['wall']:>8.1f} {mips} {ratio:>12} {r['cpu']:>7.1f} "
+              f"{cratio:>12} {r['rss'] / 1024:>11.0f} MiB {(r['state'] or 0) / 2**20:>9.0f} MiB")
+    print(f"(speed vs off = guest MIPS / off's guest MIPS, by wall and by the runs' CPU time; runs kept in {work})")
     return 0
