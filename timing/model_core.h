@@ -27,7 +27,10 @@
  * access to a line still arriving waits for it like a merge into the miss.
  *
  * Time: "now" is the CPU's modeled clock (instructions at the topology's
- * clock plus the stalls charged), advanced per translation block.
+ * clock plus the stalls charged), advanced per translation block, and moved
+ * up to the engine's clock where that is ahead (vm_sync_time: a PAUSE's cost,
+ * a halted vCPU's jump to the machine's time), so CPUs meet in the bandwidth
+ * calendars where the guest has them.
  */
 #ifndef VMLAB_MODEL_CORE_H
 #define VMLAB_MODEL_CORE_H
