@@ -37,7 +37,7 @@ def run(harness, tmp_path, topo, scenario, **override):
 
 @pytest.mark.parametrize("topo", ["x86-2s", "gs1280-8"])
 @pytest.mark.parametrize("scenario", ["chase", "random", "stream", "stores", "atomic", "prefetch-random",
-                                      "node-stream"])
+                                      "node-stream", "copy"])
 def test_core_rules_on_each_native_core(harness, tmp_path, topo, scenario):
     run(harness, tmp_path, topo, scenario)
 

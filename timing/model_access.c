@@ -387,7 +387,9 @@ static void stream_train(model_t *m, int c, uint64_t line, uint64_t now) {
     int32_t per_page = 1 << page_shift, off = (int32_t)(line & (uint64_t)(per_page - 1));
     uint64_t page = line >> page_shift;
     /* trackers are direct-mapped by page: a page's stream takes its slot from whatever was there */
-    stream_t *s = &k->st[(page ^ (page >> 7)) % m->core.streams];
+    /* a multiplicative hash: buffers a power of two apart (a copy's source and
+     * destination) must not land in one slot and evict each other's stream */
+    stream_t *s = &k->st[((page * 0x9e3779b97f4a7c15ull) >> 40) % m->core.streams];
     if (s->page != page || !s->used) {
         *s = (stream_t){.page = page, .used = 1, .last = off, .ahead = -1};
         return;

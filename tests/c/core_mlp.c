@@ -130,6 +130,24 @@ int main(int argc, char **argv) {
         bad = within("GB/s of a sequential read", gbps, lo, hi);
         printf("%s GBps %.2f little %.2f demand_only %.2f prefetches %llu misses %llu\n", bad ? "" : "ok", gbps,
                little, demand, (unsigned long long)c->prefetches, (unsigned long long)c->misses);
+    } else if (!strcmp(s, "copy")) {
+        /* a copy: loads from one buffer, stores to another a power of two (32 MiB) away, interleaved;
+         * both streams must train (their trackers must not evict each other) */
+        uint64_t src = 1ull << 24, dst = src + (32ull << 20), bytes = 4ull << 20;
+        double t0 = t_ns();
+        for (uint64_t a = 0; a < bytes; a += 16) {
+            vm_insns(m, 0, 2, VM_USER);
+            acc(0, src + a, 0, VM_F_USER);
+            acc(0, dst + a, 0, VM_F_USER | VM_F_WRITE);
+        }
+        double gbps = (double)bytes / (t_ns() - t0);
+        /* per copied line: a read, an RFO read, a write-back: at least two fetches per line in flight */
+        double little = (double)(k.streams ? k.l2_queue : k.fill_buffers) * 64 / lat_ns() / 2;
+        bad = within("GB/s copied", gbps, 0.7 * little, 1.05 * little * 2) ||
+              (k.streams && c->prefetches < (bytes / 64) &&
+               fail("lines prefetched (both streams)", c->prefetches, bytes / 64, 1e18));
+        printf("%s GBps %.2f half_little %.2f prefetches %llu\n", bad ? "" : "ok", gbps, little,
+               (unsigned long long)c->prefetches);
     } else if (!strcmp(s, "stores")) {
         /* stores to distinct random lines retire into the store buffer; their RFOs share the fill
          * buffers, so they drain at fill_buffers per latency; with a one-entry buffer each waits in full */
