@@ -426,28 +426,39 @@ static void stream_train(model_t *m, int c, uint64_t line, uint64_t now) {
     }
 }
 
-/* The blocking core (core.ooo 0): every access's latency is a stall. */
-static uint64_t access_blocking(model_t *m, cpu_t *p, int c, uint64_t pa, unsigned flags, uint32_t sym, int kind) {
+/* An L1 miss (or a write to a line held shared): an L2 hit answered from
+ * `issue`, or a transaction at the line's home directory, counted, started
+ * at `miss_issue` (when an L2 queue entry is free). Returns when the data is
+ * there; *l2hit says which it was. */
+static inline uint64_t l1_miss(model_t *m, cpu_t *p, int c, uint64_t pa, uint64_t line, unsigned flags, uint32_t sym,
+                               int kind, uint64_t issue, uint64_t miss_issue, int *l2hit) {
     int excl = (flags & (VM_F_WRITE | VM_F_ATOMIC)) != 0;
-    uint64_t line = pa >> m->line_shift;
-    if (l1_hit(p, line, excl)) return 0;
     int j = c_find(&p->l2, line);
     int st2 = j >= 0 ? (int)(c_set(&p->l2, line)[j] & 3) : S_INV;
-    if (j >= 0 && (!excl || st2 >= S_E)) {  /* L2 hit */
+    *l2hit = j >= 0 && (!excl || st2 >= S_E);
+    if (*l2hit) {
         refill_l1(p, line, j, excl ? S_M : st2, st2);
         p->c.l2_hits++;
-        charge(m, p, m->l2_ps, sym, kind);
-        return m->l2_ps;
+        return issue + m->l2_ps;
     }
-    m->now_ps = p->c.time_ps;
+    m->now_ps = miss_issue;
     txn_t t = {.p = p, .c = c, .me = p->node, .home = m->gran_node[pa >> GRAN_SHIFT], .excl = excl, .st2 = st2,
                .line = line};
     transact(m, &t, dir_index(m, pa), j, 1);
     count_miss(m, p, t.home, t.hops, t.lat, sym, kind);
     if (flags & VM_F_ATOMIC) count_lock(m, p, t.hops, t.lat, sym);
     p->c.mem_ps += t.lat;
-    charge(m, p, t.lat, sym, kind);
-    return t.lat;
+    return miss_issue + t.lat;
+}
+
+/* The blocking core (core.ooo 0): every access's latency is a stall. */
+static uint64_t access_blocking(model_t *m, cpu_t *p, int c, uint64_t pa, unsigned flags, uint32_t sym, int kind) {
+    uint64_t line = pa >> m->line_shift;
+    if (l1_hit(p, line, (flags & (VM_F_WRITE | VM_F_ATOMIC)) != 0)) return 0;
+    int l2hit;
+    uint64_t lat = l1_miss(m, p, c, pa, line, flags, sym, kind, p->c.time_ps, p->c.time_ps, &l2hit) - p->c.time_ps;
+    charge(m, p, lat, sym, kind);
+    return lat;
 }
 
 /* --- the API ----------------------------------------------------------------------- */
@@ -502,25 +513,16 @@ uint64_t vm_access(model_t *m, int c, uint64_t pa, uint64_t vaddr, unsigned flag
             now = p->c.time_ps;
         }
         uint64_t issue = k->fb_ready[f] > now ? k->fb_ready[f] : now;
-        int j = c_find(&p->l2, line);
-        int st2 = j >= 0 ? (int)(c_set(&p->l2, line)[j] & 3) : S_INV;
-        if (j >= 0 && (!excl || st2 >= S_E)) {  /* L2 hit, perhaps on a line a prefetch is still bringing */
-            refill_l1(p, line, j, excl ? S_M : st2, st2);
-            p->c.l2_hits++;
+        /* an L2 miss or upgrade also needs an L2 queue entry; an L2 hit may be on a line a
+         * prefetch is still bringing */
+        uint32_t q = first_free(k->sq_ready, m->core.l2_queue);
+        int l2hit;
+        ready = l1_miss(m, p, c, pa, line, flags, sym, kind, issue,
+                        k->sq_ready[q] > issue ? k->sq_ready[q] : issue, &l2hit);
+        if (l2hit) {
             uint64_t r = infl_ready(k, line, now);
-            ready = issue + m->l2_ps;
             if (r > ready) ready = r;
-        } else {  /* L2 miss or upgrade: it also needs an L2 queue entry */
-            uint32_t q = first_free(k->sq_ready, m->core.l2_queue);
-            if (k->sq_ready[q] > issue) issue = k->sq_ready[q];
-            m->now_ps = issue;
-            txn_t t = {.p = p, .c = c, .me = p->node, .home = m->gran_node[g], .excl = excl, .st2 = st2,
-                       .line = line};
-            transact(m, &t, dir_index(m, pa), j, 1);
-            count_miss(m, p, t.home, t.hops, t.lat, sym, kind);
-            if (atomic) count_lock(m, p, t.hops, t.lat, sym);
-            p->c.mem_ps += t.lat;
-            ready = issue + t.lat;
+        } else {
             k->sq_ready[q] = ready;
         }
         k->fb_ready[f] = ready;
