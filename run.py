@@ -88,6 +88,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                         "fast = instruction counts and basic-block vectors; detailed = every data access priced "
                         "on the topology (caches, directory, hops, queueing; needs --qemu-mode icount)")
     p.add_argument("--no-hmat", action="store_true", help="do not give the guest an ACPI HMAT table")
+    p.add_argument("--boot", action="store_true",
+                   help="boot the kernel for this run instead of restoring the machine's snapshot after boot "
+                        "(the default for x86 guests on our QEMU under icount; taken once, cached)")
     p.add_argument("--timeout", type=float, default=None,
                    help="wall seconds the experiment may run after boot (default: from the manifest)")
     p.add_argument("--boot-timeout", type=float, default=None,
@@ -96,7 +99,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="extra kernel command-line arguments (recorded in the run row)")
     p.add_argument("--seed", type=int, default=0,
                    help="perturbation seed: any value but 0 mixes vmlab.perturb=SEED.0 into the guest kernel's "
-                        "entropy (its command line): another run of the same deterministic machine (0: unperturbed)")
+                        "entropy (a restored guest's before its job, a booted one's on its command line): "
+                        "another run of the same deterministic machine (0: unperturbed)")
     p.add_argument("--db", default="results.db", help="SQLite results database (default ./results.db)")
     p.add_argument("--runs-dir", default=None, help="where run logs go (default: runs/ beside the database)")
 
@@ -118,7 +122,7 @@ def spec_from_args(args, kernel: str):
                    qemu_mode=args.qemu_mode, quantum_ns=args.quantum_ns, engine=args.engine, disk=args.disk,
                    timing=args.timing, no_stalls=args.no_stalls, no_hmat=args.no_hmat, timeout=args.timeout,
                    boot_timeout=args.boot_timeout, kernel_append=args.kernel_append,
-                   seed=args.seed).with_params(params)
+                   seed=args.seed, boot=args.boot).with_params(params)
 
 
 def prepare_all(args):
@@ -145,7 +149,7 @@ def build_all(preps):
 
 def cmd_run(args) -> int:
     from analysis import compare, db, summary
-    from pipeline.execute import execute
+    from pipeline.execute import BuildError, execute
     from pipeline.worker import take_stop_signals
     # A run started in the background by a script has SIGINT ignored, and a
     # plain SIGTERM would end Python with QEMU (its own session) left running
@@ -165,7 +169,10 @@ def cmd_run(args) -> int:
     for i, (prep, b) in enumerate(zip(preps, built)):
         if cid:
             print(f"\n=== kernel {i + 1}/{len(preps)}: {prep.variant.patchset} (comparison {cid}) ===", flush=True)
-        run_id, status = execute(prep, b, con, dbpath, args.runs_dir, userland=userland)
+        try:
+            run_id, status = execute(prep, b, con, dbpath, args.runs_dir, userland=userland)
+        except BuildError as e:  # the job too large for its disk, a snapshot gone since the build
+            fail(str(e), e.status)
         results.append((run_id, status))
         if cid:
             compare.add_run(con, cid, i, run_id)

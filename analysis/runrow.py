@@ -49,6 +49,9 @@ class RunStart:
     limitations: str
     # what defines the run, hashed (pipeline/spec.py): a study skips a key already `ok`
     run_key: str | None = None
+    # booted, or restored from the snapshot with this key (configs/snapshot.py)
+    start: str = "booted"
+    snapshot_key: str | None = None
 
     def columns(self) -> dict:
         return asdict(self)

@@ -122,11 +122,14 @@ def numa_args(topo, hmat: bool = True) -> list[str]:
 def command_line(topo, kernel: Path, initrd: Path, *, binary: Path, mode: str = "icount",
                  quantum_ns: int = QUANTUM_NS, swap_image: Path | None = None, data_image: Path | None = None,
                  append: str = "", hmat: bool = True, plugin: tuple[Path, Path] | None = None,
-                 vcpu_clocks: bool = True, disk=None) -> list[str]:
+                 vcpu_clocks: bool = True, disk=None, job_image: Path | None = None) -> list[str]:
     """binary: our QEMU for the guest's ISA (configs/qemu_build.binary);
     plugin: (the timing plugin's .so, its config file), or None; disk: a
     topologies.disks.Disk whose latencies the virtio-blk disks complete in
-    (our QEMU, icount only), or None for host-timed disks."""
+    (our QEMU, icount only), or None for host-timed disks; job_image: the
+    machine of a snapshot (configs/snapshot.py): a third disk the restored
+    guest pulls its job from, and the vmlab-ctl port it asks for the
+    snapshot through."""
     if mode not in MODES:
         raise EngineError(f"--qemu-mode: expected one of {', '.join(MODES)}, got {mode!r}")
     if topo.guest_isa == "alpha":
@@ -146,10 +149,13 @@ def command_line(topo, kernel: Path, initrd: Path, *, binary: Path, mode: str = 
     cmd += numa_args(topo, hmat)
     if plugin is not None:
         cmd += ["-plugin", f"{plugin[0]},config={plugin[1]}"]
-    return cmd + disks(swap_image, data_image, disk)
+    if job_image is not None:
+        cmd += ["-device", "vmlab-ctl"]
+    return cmd + disks(swap_image, data_image, disk, job_image=job_image)
 
 
-def disks(swap_image: Path | None, data_image: Path | None, disk=None, sg_chain: bool = True) -> list[str]:
+def disks(swap_image: Path | None, data_image: Path | None, disk=None, sg_chain: bool = True,
+          job_image: Path | None = None) -> list[str]:
     """virtio-blk disks: swap first, then the guest's data disk (so it is
     /dev/vdb, or /dev/vda without swap). With a disk model every request
     completes at its modelled guest time (series patch 0005); ioeventfd off
@@ -168,7 +174,7 @@ def disks(swap_image: Path | None, data_image: Path | None, disk=None, sg_chain:
         model += (f",ioeventfd=off,x-vmlab-read-ns={disk.read_ns},x-vmlab-write-ns={disk.write_ns},"
                   f"x-vmlab-mbps={disk.mbps},x-vmlab-servers={disk.servers}")
     out = []
-    for img, name in ((swap_image, "swap"), (data_image, "data")):
+    for img, name in ((swap_image, "swap"), (data_image, "data"), (job_image, "job")):
         if img is not None:
             out += ["-drive", f"file={img},if=none,format=raw,id={name},cache=unsafe",
                     "-device", f"virtio-blk-pci,drive={name}{model}"]

@@ -98,5 +98,26 @@ def run_archive(files: dict[str, str]) -> bytes:
     return cpio({f"vmlab/{name}": (0o644, text.encode()) for name, text in files.items()})
 
 
+def entries_end(blob: bytes) -> int:
+    """Offset of a newc archive's trailer entry (where its entries end)."""
+    off = 0
+    while True:
+        if blob[off:off + 6] != b"070701":
+            raise ValueError(f"not a newc cpio archive at offset {off}")
+        namesize, filesize = int(blob[off + 94:off + 102], 16), int(blob[off + 54:off + 62], 16)
+        name = blob[off + 110:off + 110 + namesize - 1]
+        if name == b"TRAILER!!!":
+            return off
+        off += 110 + namesize
+        off += -off % 4
+        off += filesize + (-filesize % 4)
+
+
+def join(first: bytes, second: bytes) -> bytes:
+    """One archive of both: the kernel unpacks concatenated archives, a
+    user-space cpio -i stops at the first trailer (a restored guest's job)."""
+    return first[:entries_end(first)] + second
+
+
 def sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()

@@ -7,10 +7,11 @@ is the only engine today; a gem5 config generator for a user's own binary
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from configs import qemu, qemu_build
+from configs import qemu, qemu_build, snapshot
 
 
 @dataclass
@@ -56,6 +57,47 @@ class QemuEngine:
                           spec.quantum_ns if spec.qemu_mode == "icount" and self.ours else None,
                           self.label(built, topo))
 
+    # --- boot once, run many (configs/snapshot.py) -------------------------------------
+    def restore_refusal(self, spec, topo) -> str | None:
+        """None if this run can start from a snapshot, else why it boots."""
+        if spec.boot:
+            return "--boot"
+        if not self.ours:
+            return "Debian's QEMU has neither the clocks' vmstate nor the vmlab-ctl port"
+        if spec.qemu_mode != "icount":
+            return "--qemu-mode mttcg: guest time follows the host; a snapshot point would not repeat"
+        if topo.guest_isa != "x86_64":
+            return f"{topo.guest_isa} guests boot every run (their C /init has no snapshot step yet)"
+        return None
+
+    def _snapshot_cmd(self, spec, topo, built, kernel, initrd, images, disk_model, plugin=None):
+        return snapshot.machine_command(topo, kernel, initrd, images, binary=self.binary(built, topo),
+                                        quantum_ns=spec.quantum_ns, append=spec.kernel_append.strip(),
+                                        hmat=not spec.no_hmat, disk=disk_model, plugin=plugin)
+
+    def snapshot_key(self, spec, topo, built, kernel_sha256: str, disk_model) -> str:
+        return snapshot.key(topo, kernel_sha256=kernel_sha256, initrd_sha256=_sha256(built.boot_userland),
+                            engine_key=qemu_build.key(), quantum_ns=spec.quantum_ns,
+                            append=spec.kernel_append.strip(), hmat=not spec.no_hmat, disk=disk_model)
+
+    def snapshot(self, cache: Path, k: str, spec, topo, built, disk_model, timeout_s: float, log=print) -> Path:
+        """The snapshot keyed k, taken now if the cache lacks it (or has a broken one)."""
+        d = snapshot.disks_for(topo)
+        boot = _boot_initrd(cache, built)
+
+        def command(work: Path):
+            images = (snapshot.sparse(work / "swap.img", d.swap_mib), snapshot.sparse(work / "data.img", d.data_mib),
+                      snapshot.sparse(work / "job.img", d.job_mib))
+            return self._snapshot_cmd(spec, topo, built, built.kernel_dir / "kernel", boot, images, disk_model)
+        return snapshot.take(cache, k, command, timeout_s, log)
+
+    def restore_invocation(self, spec, topo, built, cache: Path, sdir: Path, images, plugin, disk_model,
+                           stalls: bool) -> Invocation:
+        cmd = self._snapshot_cmd(spec, topo, built, built.kernel_dir / "kernel", _boot_initrd(cache, built), images,
+                                 disk_model, plugin) + snapshot.restore_args(sdir)
+        return Invocation(cmd, qemu.clock_model(topo, "icount", spec.quantum_ns, stalls) + ", restored from a snapshot",
+                          spec.quantum_ns, self.label(built, topo))
+
     def run(self, inv: Invocation, console: Path, log: Path, boot_timeout: float, run_timeout: float,
             on_record=None, on_tick=None) -> qemu.Outcome:
         return qemu.supervise(inv.cmd, console, log, boot_timeout, run_timeout, on_record=on_record, on_tick=on_tick)
@@ -65,6 +107,23 @@ class QemuEngine:
 
     def sched_counts(self, log: Path) -> dict[str, int]:
         return qemu.sched_counts(log)
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib
+    return hashlib.sha256(data).hexdigest()
+
+
+def _boot_initrd(cache: Path, built) -> Path:
+    """The boot initramfs as a file QEMU can load: content-addressed, so a
+    later build never changes what a snapshot's command line names."""
+    p = Path(cache) / "initramfs" / "boot" / f"{_sha256(built.boot_userland)[:24]}.cpio"
+    if not p.is_file():
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(built.boot_userland)
+        tmp.rename(p)
+    return p
 
 
 ENGINES = {"vmlab": lambda: QemuEngine(True), "debian": lambda: QemuEngine(False)}

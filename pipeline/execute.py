@@ -16,6 +16,7 @@ import importlib.util
 import os
 import resource
 import shlex
+import shutil
 import socket
 import subprocess
 import sys
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import experiments
 import topologies
-from configs import qemu, qemu_build
+from configs import qemu, qemu_build, snapshot
 from images import kernel
 from pipeline import engines
 from pipeline.spec import InputError, RunSpec, run_key
@@ -52,6 +53,8 @@ class Prepared:
     engine: engines.QemuEngine
     disk_model: object | None
     key: str
+    start: str = "booted"          # or "restored": from the machine's snapshot after boot
+    boot_reason: str | None = None  # why a run boots (--boot, an engine or guest without snapshots)
 
 
 def prepare(spec: RunSpec) -> Prepared:
@@ -93,8 +96,16 @@ def prepare(spec: RunSpec) -> Prepared:
         raise InputError(str(e)) from None
     if quantum != spec.quantum_ns:
         spec = RunSpec(**{**spec.__dict__, "quantum_ns": quantum})
-    key = run_key(spec, topo.sha256, plan.all_values, disk_model.label() if disk_model else spec.disk)
-    return Prepared(spec, topo, exp, plan, variant, engine, disk_model, key)
+    why = engine.restore_refusal(spec, topo) or snapshot.fits(topo, *disk_mib(plan, topo))
+    start = "booted" if why else "restored"
+    key = run_key(spec, topo.sha256, plan.all_values, disk_model.label() if disk_model else spec.disk, start)
+    return Prepared(spec, topo, exp, plan, variant, engine, disk_model, key, start, why)
+
+
+def disk_mib(plan, topo) -> tuple[int, int]:
+    """The run's swap (on disk or zram) and data disk sizes, MiB."""
+    swap = round(plan.params["swap_frac"] * topo.total_memory_mib) if plan.params["swap"] != "none" else 0
+    return swap, int(plan.all_values.get("disk_mib", 0))
 
 
 def _wrapper():
@@ -118,10 +129,30 @@ def build(prep: Prepared):
     cache when unchanged; BuildError (status 2: bad input such as a patch
     that does not apply) otherwise."""
     try:
-        return _wrapper().build(cache_dir(), prep.variant, prep.topo.guest_isa, prep.exp.name,
-                                timing=prep.spec.timing != "off")
+        built = _wrapper().build(cache_dir(), prep.variant, prep.topo.guest_isa, prep.exp.name,
+                                 timing=prep.spec.timing != "off")
     except (RuntimeError, kernel.BuildError) as e:
         raise BuildError(str(e), getattr(e, "status", 1)) from None
+    return take_snapshot(prep, built) if prep.start == "restored" else built
+
+
+def take_snapshot(prep: Prepared, built):
+    """The machine's snapshot after boot (configs/snapshot.py), from the
+    cache or taken now; BuildError (status 1) if the guest never asked for it."""
+    import dataclasses
+    spec, topo = prep.spec, prep.topo
+    skey = prep.engine.snapshot_key(spec, topo, built, kernel.load_meta(built.kernel_dir)["kernel_sha256"],
+                                    prep.disk_model)
+    try:
+        sdir = prep.engine.snapshot(cache_dir(), skey, spec, topo, built, prep.disk_model,
+                                    spec.boot_timeout or qemu.boot_timeout_s(topo, "icount", "off"))
+    except (snapshot.SnapshotError, OSError) as e:
+        # a guest that panics or hangs on the way to its snapshot: the run
+        # is recorded failed with that boot's console (execute)
+        print(f"snapshot: failed: {e}", file=sys.stderr, flush=True)
+        return dataclasses.replace(built, snapshot_error=(skey, str(e)))
+    print(f"snapshot: {sdir} (key {skey[:12]})", flush=True)
+    return dataclasses.replace(built, snapshot=(skey, sdir))
 
 
 def solid_state_knobs(disk, devs: list[str]) -> list[tuple[str, str, int]]:
@@ -157,30 +188,59 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
     rdir = runs_root / f"{stamp}-{topo.name}-{exp.name}-{variant.patchset}-{os.getpid()}-{prep.key[:8]}"
     rdir.mkdir(parents=True)
 
-    swap_mib = round(plan.params["swap_frac"] * topo.total_memory_mib) if plan.params["swap"] != "none" else 0
-    swap_img = None
-    if swap_mib > 0 and plan.params["swap"] == "disk":
-        swap_img = rdir / "swap.img"
-        with open(swap_img, "wb") as f:
-            f.truncate(swap_mib << 20)  # sparse: costs disk only as the guest swaps
-    swap_dev = "/dev/vda" if swap_img else (f"zram:{swap_mib}" if swap_mib else "")
+    restored = prep.start == "restored"
+    swap_mib, data_mib = disk_mib(plan, topo)
+    on_disk = swap_mib > 0 and plan.params["swap"] == "disk"
+    # Sparse images: they cost disk only as the guest writes. A restored
+    # machine has all three of the snapshot's disks at its fixed sizes
+    # (configs/snapshot.py); the run uses its own part of them.
+    fixed = snapshot.disks_for(topo) if restored else None
+    swap_img = data_img = job_img = None
+    if on_disk or restored:
+        swap_img = snapshot.sparse(rdir / "swap.img", fixed.swap_mib if restored else swap_mib)
+    swap_dev = "/dev/vda" if on_disk else (f"zram:{swap_mib}" if swap_mib else "")
     # A data disk for experiments that declare one (disk_mib): ext2 made and
     # mounted on /data by /init, the next virtio-blk after swap.
-    data_img = None
-    if plan.all_values.get("disk_mib", 0) > 0:
-        data_img = rdir / "data.img"
-        with open(data_img, "wb") as f:
-            f.truncate(int(plan.all_values["disk_mib"]) << 20)
-    data_dev = ("/dev/vdb" if swap_img else "/dev/vda") if data_img else ""
-    # VMLAB_SEED is read by nothing in the guest: the seed reaches it as the
-    # kernel's vmlab.perturb word (configs/qemu.perturbation). It stays because
-    # every run's initramfs bytes, and so every deterministic figure, include it.
+    if data_mib > 0 or restored:
+        data_img = snapshot.sparse(rdir / "data.img", fixed.data_mib if restored else data_mib)
+    data_dev = ("/dev/vdb" if swap_img else "/dev/vda") if data_mib > 0 else ""
+    # VMLAB_SEED is read by nothing in the guest: the seed reaches a booted
+    # guest as the kernel's vmlab.perturb word (configs/qemu.perturbation), a
+    # restored one as VMLAB_PERTURB, mixed into its entropy before the job.
+    # It stays because every booted run's initramfs bytes include it.
     conf = (f"VMLAB_EXP={exp.name}\nVMLAB_CMD={shlex.quote(plan.command)}\n"
             f"VMLAB_SWAP={swap_dev}\nVMLAB_DATA={data_dev}\nVMLAB_SEED={spec.seed}\n")
+    if restored:
+        conf += (f"VMLAB_SWAP_KIB={swap_mib * 1024 if on_disk else ''}\n"
+                 f"VMLAB_DATA_KIB={data_mib * 1024 if data_mib else ''}\n"
+                 f"VMLAB_PERTURB={qemu.perturbation(spec.seed, spec.repeat)}\n")
     knobs = "".join(f"{name} {path} {value}\n" for name, path, value in plan.knobs() + solid_state_knobs(
         prep.disk_model, [swap_dev, data_dev]))
+    run_files = initramfs.run_archive({"run.conf": conf, "knobs": knobs})
+    # a booted guest's kernel unpacks the two archives; a restored one's cpio wants one
+    job = initramfs.join(userland, run_files) if restored else userland + run_files
     initrd = rdir / "initramfs.cpio"
-    initrd.write_bytes(userland + initramfs.run_archive({"run.conf": conf, "knobs": knobs}))
+    sdir = skey = snap_failed = None
+    if restored:
+        job_img = rdir / "job.img"
+        try:
+            snapshot.job_image(job_img, job)
+            if not (built.snapshot or built.snapshot_error):
+                built = take_snapshot(prep, built)
+            if built.snapshot_error:
+                skey, snap_failed = built.snapshot_error
+            else:
+                skey, sdir = built.snapshot
+                why = snapshot.check(sdir, skey)  # removed or replaced since the build step found it
+                if why:
+                    raise snapshot.SnapshotError(why)
+        except snapshot.SnapshotError as e:
+            for img in (swap_img, data_img, job_img):
+                if img is not None:
+                    img.unlink(missing_ok=True)
+            raise BuildError(str(e)) from None
+    else:
+        initrd.write_bytes(job)
 
     plugin = timing_out = None
     if spec.timing != "off":
@@ -190,8 +250,15 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
                                                 bbv_dir=rdir if spec.timing == "fast" else None,
                                                 qemu_mode=spec.qemu_mode, stalls=not spec.no_stalls))
         plugin = (built.plugin, conf_path)
-    inv = prep.engine.invocation(spec, topo, built, initrd, swap_img, data_img, plugin, prep.disk_model)
     stalls = spec.timing == "detailed" and not spec.no_stalls and spec.qemu_mode == "icount"
+    if snap_failed:
+        inv = prep.engine.invocation(spec, topo, built, initrd, swap_img, data_img, plugin, prep.disk_model)
+        inv.cmd = ["(not run: the boot for its snapshot failed)"]
+    elif restored:
+        inv = prep.engine.restore_invocation(spec, topo, built, cache_dir(), sdir, (swap_img, data_img, job_img),
+                                             plugin, prep.disk_model, stalls)
+    else:
+        inv = prep.engine.invocation(spec, topo, built, initrd, swap_img, data_img, plugin, prep.disk_model)
     console, qlog = rdir / "console.log", rdir / "qemu.log"
     boot_to = spec.boot_timeout or qemu.boot_timeout_s(topo, spec.qemu_mode, spec.timing)
     run_to = spec.timeout or plan.timeout_s * qemu.TIMING_SLOWDOWN[spec.timing]  # manifests time the model off
@@ -213,8 +280,8 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
                        f"{inv.label}" if built.plugin else None),
         command_line=" ".join(shlex.quote(str(c)) for c in inv.cmd), log_path=str(console),
         limitations=summary.limitations(topo, spec.qemu_mode, spec.timing, swap_dev, data_dev, stalls,
-                                        disk_modeled=prep.disk_model is not None),
-        run_key=prep.key,
+                                        disk_modeled=prep.disk_model is not None, restored=restored),
+        run_key=prep.key, start=prep.start, snapshot_key=skey,
     )
     run_id = db.start_run(con, row)
     print(f"run {run_id}: {topo.name} ({topo.shape()}, {topo.cpus} CPUs, {topo.memory_mib} MiB/node), "
@@ -223,12 +290,22 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
 
     outcome = None
     try:
-        with (live or summary.LiveProgress(exp, plan, topo)) as prog:
-            outcome = prep.engine.run(inv, console, qlog, boot_to, run_to, on_record=prog.record, on_tick=prog.tick)
+        if snap_failed:
+            # the boot that should have ended in the snapshot: its console is this run's
+            failed = snapshot.failed_dir(cache_dir(), skey)
+            for name, dst in (("console.log", console), ("qemu.log", qlog)):
+                if (failed / name).exists():
+                    shutil.copyfile(failed / name, dst)
+            outcome = qemu.Outcome("failed", f"snapshot: {snap_failed}", 0.0, None, None,
+                                   records.parse_bytes(console.read_bytes() if console.exists() else b""))
+        else:
+            with (live or summary.LiveProgress(exp, plan, topo)) as prog:
+                outcome = prep.engine.run(inv, console, qlog, boot_to, run_to, on_record=prog.record,
+                                          on_tick=prog.tick)
     except KeyboardInterrupt:
         pass
     finally:
-        for img in (swap_img, data_img):
+        for img in (swap_img, data_img, job_img):
             if img is not None:
                 img.unlink(missing_ok=True)
         status = outcome.status if outcome else "aborted"
@@ -254,7 +331,9 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
         if timing_out is not None and timing_out.exists():
             from analysis import timing as timing_db
             res = timing.load_results(timing_out)
-            ok, line = timing.map_matches_srat(topo, console.read_text(errors="replace")) \
+            # a restored run's boot log is the snapshot's console
+            boot_log = (sdir / "console.log").read_text(errors="replace") if sdir else ""
+            ok, line = timing.map_matches_srat(topo, boot_log + console.read_text(errors="replace")) \
                 if topo.guest_isa == "x86_64" else (True, "one node, no ACPI SRAT on this guest ISA to check")
             extras.append(lambda c: timing_db.ingest(c, run_id, res, ("" if ok else "MISMATCH: ") + line))
             if not ok:

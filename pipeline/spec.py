@@ -5,10 +5,11 @@ experiment, kernel, engine, timing) before anything is built or written.
 A run's key hashes what defines its result once resolved: the topology's
 content (not its name), the experiment and every resolved parameter, the
 kernel (patch set, flavor), how guest time is kept (engine, mode, quantum,
-disk model, timing mode, stalls, HMAT, kernel command line), the seed and
-the repeat index. Limits (timeouts) and code versions are not in it: a
-study skips a key already `ok` in its database; re-running after changing
-vmlab's own code is asked for with --rerun.
+disk model, timing mode, stalls, HMAT, kernel command line), the seed,
+the repeat index, and whether it was restored from a snapshot. Limits
+(timeouts) and code versions are not in it: a study skips a key already
+`ok` in its database; re-running after changing vmlab's own code is asked
+for with --rerun.
 """
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ class RunSpec:
     kernel_append: str = ""
     seed: int = 0
     repeat: int = 0                             # a study's repeat index: same inputs, its own key
+    boot: bool = False                          # boot through, not restore the machine's snapshot
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -74,8 +76,12 @@ def _text(v) -> str:
     return str(v)
 
 
-def run_key(spec: RunSpec, topology_sha256: str, resolved_params: dict, disk_label: str | None) -> str:
-    """sha256 of what defines the run's result (see the module's docstring)."""
+def run_key(spec: RunSpec, topology_sha256: str, resolved_params: dict, disk_label: str | None,
+            start: str = "booted") -> str:
+    """sha256 of what defines the run's result (see the module's docstring).
+    start: "booted" or "restored" (from a snapshot after boot: the same inputs
+    give other figures, so another key; a booted run keeps the key it had
+    before snapshots existed)."""
     what = {
         "v": KEY_VERSION,
         "topology_sha256": topology_sha256,
@@ -88,6 +94,8 @@ def run_key(spec: RunSpec, topology_sha256: str, resolved_params: dict, disk_lab
         "hmat": not spec.no_hmat, "kernel_append": spec.kernel_append.strip(),
         "seed": spec.seed, "repeat": spec.repeat,
     }
+    if start != "booted":
+        what["start"] = start
     return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
 
 

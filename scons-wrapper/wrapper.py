@@ -31,6 +31,9 @@ class Built:
     qemu_dir: Path       # our QEMU (configs/qemu_build.py): bin/, include/, meta.json
     plugin: Path | None = None
     userland: bytes = b""  # the initramfs as built, read under the build lock
+    boot_userland: bytes = b""  # a snapshot machine's boot initramfs (configs/snapshot.py), where the arch has one
+    snapshot: tuple[str, Path] | None = None  # (key, directory) of the machine's snapshot, once taken
+    snapshot_error: tuple[str, str] | None = None  # (key, why) when the boot for it failed: the run is failed
 
 
 def build(cache: Path, variant, arch: str, experiment: str, timing: bool = False) -> Built:
@@ -66,9 +69,11 @@ def build(cache: Path, variant, arch: str, experiment: str, timing: bool = False
             fcntl.flock(lock, fcntl.LOCK_EX)
         rebuilt = _scons(args, lock.fileno())
         userland = initrd.read_bytes()
+        boot = cache / "initramfs" / f"{arch}-boot.cpio"
+        boot_userland = boot.read_bytes() if boot.is_file() else b""
     if not rebuilt:
         print("build: up to date, nothing built", flush=True)
-    return Built(kdir, initrd, rebuilt, qemu_build.engine_dir(cache), plugin, userland)
+    return Built(kdir, initrd, rebuilt, qemu_build.engine_dir(cache), plugin, userland, boot_userland)
 
 
 def _scons(args, lock_fd: int | None = None) -> bool:
