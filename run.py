@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 from bootstrap import bootstrap  # noqa: E402  (standard library only)
 
 COMMANDS = ("run", "list", "show", "query", "compare", "build", "test", "bench", "study", "seeds", "report",
-            "browse")
+            "browse", "snapshots")
 
 
 def run_parser() -> argparse.ArgumentParser:
@@ -40,7 +40,8 @@ def run_parser() -> argparse.ArgumentParser:
                "  ./run.py show [RUN_ID]        the summary of a stored run (default: the latest)\n"
                "  ./run.py query SQL [--csv]    read-only SQL on the results database\n"
                "  ./run.py compare RUN RUN...   side-by-side figures of runs (or --set N: a stored comparison)\n"
-               "  ./run.py build [options]      build the kernel and initramfs only\n"
+               "  ./run.py build [options]      build the kernel and initramfs (and take the machine's snapshot)\n"
+               "  ./run.py snapshots [--prune]  the snapshots after boot in the cache, their size; --prune deletes them\n"
                "  ./run.py test [PYTEST ARGS]   the test suite (what CI runs)\n"
                "  ./run.py bench                the timing model's speed: guest MIPS per mode, QEMU peak RSS\n"
                "  ./run.py study FILE           run a study's matrix (local pool or --dask ADDRESS), then report\n"
@@ -326,6 +327,30 @@ def cmd_build(argv) -> int:
     return 0
 
 
+def cmd_snapshots(argv) -> int:
+    import json
+    from configs import snapshot
+    from pipeline.execute import cache_dir
+    p = argparse.ArgumentParser(prog="./run.py snapshots",
+                                description="The machines' snapshots after boot in the cache (configs/snapshot.py): "
+                                            "one per machine, kernel and engine build; a run takes a missing one.")
+    p.add_argument("--prune", action="store_true", help="delete them all (each is taken again when a run needs it)")
+    args = p.parse_args(argv)
+    found = snapshot.sizes(cache_dir())
+    for d, size in found:
+        try:
+            meta = json.loads((d / "meta.json").read_text())
+            when, boot = meta.get("taken_at", "?"), f"booted in {meta.get('boot_wall_s', '?')} s"
+        except (OSError, ValueError):
+            when, boot = "?", "incomplete"
+        print(f"  {d.name}  {size / 2**20:8.1f} MiB  {when}  {boot}")
+    print(f"{len(found)} snapshot{'s' if len(found) != 1 else ''}, {sum(s for _, s in found) / 2**20:.1f} MiB on disk "
+          f"in {cache_dir() / 'snapshots'}")
+    if args.prune:
+        print(f"pruned: {snapshot.prune(cache_dir()) / 2**20:.1f} MiB freed (a snapshot being taken now is kept)")
+    return 0
+
+
 def cmd_test(argv) -> int:
     # All tests, the slow end-to-end ones included (they boot guests).
     return subprocess.call([sys.executable, "-m", "pytest", *argv], cwd=REPO)
@@ -364,7 +389,8 @@ def main(argv: list[str]) -> int:
     if argv and argv[0] in COMMANDS and argv[0] != "run":
         return {"list": cmd_list, "show": cmd_show, "query": cmd_query, "compare": cmd_compare, "build": cmd_build,
                 "test": cmd_test, "bench": cmd_bench, "report": cmd_report, "browse": cmd_browse,
-                "study": cmd_study, "seeds": cmd_seeds}[argv[0]](argv[1:])
+                "study": cmd_study, "seeds": cmd_seeds,
+                "snapshots": cmd_snapshots}[argv[0]](argv[1:])
     if argv and argv[0] == "run":
         argv = argv[1:]
     return cmd_run(run_parser().parse_args(argv))

@@ -288,9 +288,30 @@ def restore_args(sdir: Path) -> list[str]:
 
 
 def sizes(cache: Path) -> list[tuple[Path, int]]:
-    """Every snapshot in the cache and the bytes it takes (for `./run.py snapshots`)."""
+    """Every snapshot in the cache and the bytes it takes on disk."""
     root = Path(cache) / "snapshots"
-    out = []
-    for d in sorted(p for p in root.glob("*") if p.is_dir()) if root.exists() else []:
-        out.append((d, sum(f.stat().st_size for f in d.iterdir() if f.is_file())))
-    return out
+    return [(d, _du(d)) for d in sorted(root.glob("*")) if d.is_dir() and "." not in d.name] if root.exists() else []
+
+
+def prune(cache: Path) -> int:
+    """Delete every snapshot (each is taken again when a run needs it), the
+    consoles of failed snapshot boots, and what a killed process left half
+    taken; a snapshot being taken now (its lock held) is left alone. Bytes freed."""
+    root = Path(cache) / "snapshots"
+    freed = 0
+    for lockf in sorted(root.glob("*.lock")) if root.exists() else []:
+        with open(lockf, "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            for d in root.glob(lockf.stem + "*"):
+                if d.is_dir():
+                    freed += _du(d)
+                    shutil.rmtree(d, ignore_errors=True)
+            lockf.unlink()
+    return freed
+
+
+def _du(d: Path) -> int:
+    return sum(f.stat().st_blocks * 512 for f in d.rglob("*") if f.is_file())

@@ -56,8 +56,11 @@ def main(argv, repo: Path) -> int:
     for mode in modes:
         print(f"bench: {a.topology} / {a.exp} ({a.param}), timing {mode} ...", flush=True)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        # --boot: each mode runs the whole guest, boot included, so its
+        # instructions (whole-life per-vCPU counts) and its wall time cover
+        # the same work; a restored run's counts would include a boot it did not run
         r = subprocess.run([sys.executable, str(repo / "run.py"), "-t", a.topology, "-e", a.exp, "-p", a.param,
-                            *MODES[mode], "--db", str(dbp), "--runs-dir", str(work / "runs")],
+                            *MODES[mode], "--boot", "--db", str(dbp), "--runs-dir", str(work / "runs")],
                            capture_output=True, text=True)
         if r.returncode:
             print(r.stdout[-2000:] + r.stderr[-2000:], file=sys.stderr)
