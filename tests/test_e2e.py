@@ -126,8 +126,11 @@ def test_hanging_guest_is_stopped_by_the_timeout(vmlab_env, tmp_path):
     (signal.SIGTERM, signal.SIG_IGN),
 ], ids=["ctrl-c", "sigterm-background"])
 def test_ctrl_c_aborts_and_leaves_the_database_consistent(vmlab_env, tmp_path, sig, inherited):
-    p = subprocess.Popen(vmlab_cmd(tmp_path, *SMALL), env=vmlab_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, inherited))
+    # vmlab.hang=1: the guest waits for ever once up, so the signal always
+    # comes mid-run (a restored run of SMALL can end within seconds)
+    p = subprocess.Popen(vmlab_cmd(tmp_path, *SMALL, "--kernel-append", "vmlab.hang=1"), env=vmlab_env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, inherited))
     # Read its output as it comes (a full pipe would stall it) and interrupt
     # once it says the run started (its row is in the database as `running`).
     lines, started = [], threading.Event()
@@ -141,7 +144,7 @@ def test_ctrl_c_aborts_and_leaves_the_database_consistent(vmlab_env, tmp_path, s
     t = threading.Thread(target=reader, daemon=True)
     t.start()
     assert started.wait(timeout=600), "".join(lines)[-2000:]
-    time.sleep(3)  # QEMU is booting
+    time.sleep(3)  # QEMU is restoring or running
     p.send_signal(sig)
     p.wait(timeout=60)
     t.join(timeout=10)
