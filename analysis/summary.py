@@ -63,7 +63,7 @@ def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "", data_dev:
                    + ("; swap disk I/O completes in host time, so the run repeats only up to disk timing, "
                       "and disk latency is not modeled" if swap_dev.startswith("/dev/") and not disk_modeled
                       else "; deterministic, but for a rare divergence on multi-vCPU guests when the host cuts a "
-                           "slice short (open: see the README's determinism point)"))
+                           "slice short (open: see the determinism points of docs/guest-time.md)"))
     else:
         out.append("guest time follows the host clock (MTTCG): not repeatable")
     if data_dev and not disk_modeled:

@@ -1,6 +1,6 @@
 """Where a study's runs execute: a local pool sized to the host, or an
 existing Dask cluster (`--dask ADDRESS`; dask-jobqueue's SLURMCluster on HPC
-sites, see the README). Both take pipeline.worker.run_task and give futures
+sites, see docs/studies.md). Both take pipeline.worker.run_task and give futures
 with done()/result(); the coordinator does the rest.
 """
 from __future__ import annotations
