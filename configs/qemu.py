@@ -135,7 +135,7 @@ def command_line(topo, kernel: Path, initrd: Path, *, binary: Path, mode: str = 
     if topo.guest_isa == "alpha":
         cmd = alpha_command_line(topo, kernel, initrd, binary=binary, mode=mode, quantum_ns=quantum_ns,
                                  swap_image=swap_image, data_image=data_image, append=append,
-                                 vcpu_clocks=vcpu_clocks, disk=disk)
+                                 vcpu_clocks=vcpu_clocks, disk=disk, job_image=job_image)
         return cmd + (["-plugin", f"{plugin[0]},config={plugin[1]}"] if plugin is not None else [])
     machine = "q35" + (",hmat=on" if hmat else "")
     cmd = [str(binary), "-machine", machine, "-nodefaults", "-display", "none", "-monitor", "none",
@@ -184,7 +184,7 @@ def disks(swap_image: Path | None, data_image: Path | None, disk=None, sg_chain:
 def alpha_command_line(topo, kernel: Path, initrd: Path, *, binary: Path, mode: str = "icount",
                        quantum_ns: int = QUANTUM_NS, swap_image: Path | None = None,
                        data_image: Path | None = None, append: str = "", vcpu_clocks: bool = True,
-                       disk=None) -> list[str]:
+                       disk=None, job_image: Path | None = None) -> list[str]:
     """QEMU's clipper (DP264, 21264 CPUs): the ELF vmlinux is loaded by QEMU
     with its own PALcode; at most 4 CPUs and one memory (the topology stage
     refuses more), so no NUMA arguments. Its PCI bus takes virtio-blk."""
@@ -193,7 +193,9 @@ def alpha_command_line(topo, kernel: Path, initrd: Path, *, binary: Path, mode: 
            *clock_args(topo, mode, quantum_ns, vcpu_clocks), "-no-reboot",
            "-kernel", str(kernel), "-initrd", str(initrd),
            "-append", ("console=ttyS0 panic=-1 " + append).strip()]
-    return cmd + disks(swap_image, data_image, disk, sg_chain=False)
+    if job_image is not None:
+        cmd += ["-device", "vmlab-ctl"]  # on the clipper's ISA bus, as on q35's
+    return cmd + disks(swap_image, data_image, disk, sg_chain=False, job_image=job_image)
 
 
 # How much slower a guest runs with the timing plugin loaded (`./run.py

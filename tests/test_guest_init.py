@@ -50,6 +50,39 @@ def test_swap_header_matches_util_linux_mkswap(init_bin, tmp_path):
     assert a == b
 
 
+def test_swap_of_a_given_size_on_a_larger_device(init_bin, tmp_path):
+    """A restored machine's swap disk has the snapshot's fixed size; the run
+    uses its first VMLAB_SWAP_KIB, as busybox's `mkswap DEV KBYTES` does."""
+    img = tmp_path / "swap.img"
+    img.write_bytes(bytes(8 << 20))
+    subprocess.run([str(init_bin), "mkswap", str(img), "2048"], check=True)
+    assert header(img)[2] == (2 << 20) // 4096 - 1
+    subprocess.run([str(init_bin), "mkswap", str(img), "99999999"], check=True)  # past the device: all of it
+    assert header(img)[2] == (8 << 20) // 4096 - 1
+
+
+def test_the_job_unpacks_as_the_host_packed_it(init_bin, tmp_path):
+    """A restored Alpha guest unpacks its job (one newc archive: the
+    experiment's and the run's files) with the C /init's own reader."""
+    from images import initramfs
+    exe = init_bin.read_bytes()
+    job = initramfs.join(initramfs.cpio({"bin/prog": (0o755, exe), "bin/empty": (0o644, b"")},
+                                        {"dev/console": (0o20600, 5, 1)}, ("bin", "dev", "vmlab")),
+                         initramfs.run_archive({"run.conf": "VMLAB_CMD=prog\n", "knobs": ""}))
+    (tmp_path / "job.cpio").write_bytes(job)
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "bin").mkdir()
+    (root / "bin" / "prog").write_bytes(b"old")  # replaced, as a running program would be
+    subprocess.run([str(init_bin), "unpack", str(tmp_path / "job.cpio"), str(root)], check=True)
+    assert (root / "bin" / "prog").read_bytes() == exe and (root / "bin" / "prog").stat().st_mode & 0o777 == 0o755
+    assert (root / "bin" / "empty").read_bytes() == b""
+    assert (root / "vmlab" / "run.conf").read_text() == "VMLAB_CMD=prog\n"
+    assert not (root / "dev" / "console").exists()  # device nodes: the guest's /dev is devtmpfs
+    (tmp_path / "cut.cpio").write_bytes(job[:len(job) // 2])
+    assert subprocess.run([str(init_bin), "unpack", str(tmp_path / "cut.cpio"), str(root)]).returncode == 1
+
+
 def test_swap_header_refuses_a_tiny_device(init_bin, tmp_path):
     img = tmp_path / "tiny.img"
     img.write_bytes(bytes(4096))

@@ -10,10 +10,16 @@
  * command that needs one (pipes, ;, &&, redirections) is refused with an
  * `init` record rather than run wrongly.
  *
- * Not as PID 1, `init mkswap FILE` only writes a swap header, `init argv
- * CMD` prints the words it would run and `init patches LOG` the patch records
- * a kernel log gives, so the host's tests can check them (against
- * util-linux's mkswap, Python's shlex and the shell /init's sed).
+ * Booted for a snapshot (no /vmlab/run.conf: configs/snapshot.py), it asks
+ * for the snapshot once up, and a restored machine goes on from there: it
+ * pulls its job from the job disk and unpacks it over / (the shell /init
+ * uses busybox's cpio; here a newc reader of our own).
+ *
+ * Not as PID 1, `init mkswap FILE [KIB]` only writes a swap header, `init
+ * argv CMD` prints the words it would run, `init patches LOG` the patch
+ * records a kernel log gives and `init unpack ARCHIVE DIR` unpacks a newc
+ * archive, so the host's tests can check them (against util-linux's mkswap,
+ * Python's shlex, the shell /init's sed and the host's archive writer).
  */
 #include "vmlab.h"
 #include <stdint.h>
@@ -191,7 +197,9 @@ static int write_swap_header(int fd, uint64_t size, long pagesz)
 	return ok ? 0 : -1;
 }
 
-static int mkswap(const char *dev)
+/* kib: the swap's size when it is only the start of the device (a
+ * restored machine's disk has the snapshot's fixed size); "" for all of it */
+static int mkswap(const char *dev, const char *kib)
 {
 	int fd = open(dev, O_RDWR);
 	if (fd < 0)
@@ -202,6 +210,8 @@ static int mkswap(const char *dev)
 		size = (uint64_t)st.st_size;
 	else if (ioctl(fd, BLKGETSIZE64, &size))
 		size = 0;
+	if (kib && *kib && strtoull(kib, NULL, 10) * 1024 < size)
+		size = strtoull(kib, NULL, 10) * 1024;
 	int rc = write_swap_header(fd, size, sysconf(_SC_PAGESIZE));
 	close(fd);
 	return rc;
@@ -220,7 +230,7 @@ static void setup_swap(void)
 		dev = sw;
 	}
 	if (dev)
-		note("swapon", mkswap(dev) == 0 && swapon(dev, 0) == 0);
+		note("swapon", mkswap(dev, conf("VMLAB_SWAP_KIB")) == 0 && swapon(dev, 0) == 0);
 }
 
 /* Run a program to completion with PATH=/bin; its exit status, or 127 */
@@ -246,11 +256,99 @@ static int probe(const char *a, const char *b)
 	return run(argv);
 }
 
+static unsigned long hex8(const char *p)
+{
+	char b[9];
+	memcpy(b, p, 8);
+	b[8] = 0;
+	return strtoul(b, NULL, 16);
+}
+
+/* A newc archive (what images/initramfs.py writes) unpacked under root:
+ * directories and regular files, a file replaced by unlinking it first (so
+ * a running program can be), device nodes skipped (/dev is devtmpfs). */
+static int unpack(const char *a, size_t len, const char *root)
+{
+	size_t off = 0;
+	while (off + 110 <= len) {
+		if (memcmp(a + off, "070701", 6))
+			return -1;
+		unsigned long mode = hex8(a + off + 14), fsize = hex8(a + off + 54), nsize = hex8(a + off + 94);
+		size_t data = (off + 110 + nsize + 3) & ~(size_t)3;
+		if (nsize < 1 || data + fsize > len || a[off + 110 + nsize - 1])
+			return -1;
+		const char *name = a + off + 110;
+		if (!strcmp(name, "TRAILER!!!"))
+			return 0;
+		char path[512];
+		snprintf(path, sizeof path, "%s/%s", root, name);
+		if (S_ISDIR(mode)) {
+			if (mkdir(path, mode & 07777) && errno != EEXIST)
+				return -1;
+		} else if (S_ISREG(mode)) {
+			unlink(path);
+			int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode & 07777);
+			if (fd < 0 || write(fd, a + data, fsize) != (ssize_t)fsize || close(fd))
+				return -1;
+		}
+		off = (data + fsize + 3) & ~(size_t)3;
+	}
+	return -1;
+}
+
+static char *read_all(const char *path, size_t *len)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY);
+	char *buf = NULL;
+	if (fd >= 0 && fstat(fd, &st) == 0 && (buf = malloc(st.st_size + 1)) &&
+	    read(fd, buf, st.st_size) == st.st_size) {
+		*len = st.st_size;
+	} else {
+		free(buf);
+		buf = NULL;
+	}
+	if (fd >= 0)
+		close(fd);
+	return buf;
+}
+
+/* The job of a restored machine: vmlab-probe reads it from the job disk;
+ * it is unpacked over / (programs to /bin, run.conf and knobs to /vmlab). */
+static int pull_job(const char *dev)
+{
+	const char *tmp = "/tmp/job.cpio";
+	pid_t pid = fork();
+	if (pid == 0) {
+		int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0 || dup2(fd, 1) < 0)
+			_exit(127);
+		execlp("vmlab-probe", "vmlab-probe", "job", dev, (char *)NULL);
+		_exit(127);
+	}
+	int st = 0;
+	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+		return -1;
+	size_t len = 0;
+	char *blob = read_all(tmp, &len);
+	int rc = blob ? unpack(blob, len, "") : -1;
+	free(blob);
+	unlink(tmp);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	if (getpid() != 1) {
-		if (argc == 3 && !strcmp(argv[1], "mkswap"))
-			return mkswap(argv[2]) ? 1 : 0;
+		if ((argc == 3 || argc == 4) && !strcmp(argv[1], "mkswap"))
+			return mkswap(argv[2], argc == 4 ? argv[3] : "") ? 1 : 0;
+		if (argc == 4 && !strcmp(argv[1], "unpack")) { /* a newc ARCHIVE under DIR */
+			size_t len = 0;
+			char *blob = read_all(argv[2], &len);
+			return blob && unpack(blob, len, argv[3]) == 0 ? 0 : 1;
+		}
 		if (argc == 3 && !strcmp(argv[1], "argv")) { /* the words VMLAB_CMD would run, one per line */
 			char *w = malloc(strlen(argv[2]) + 1), *v[256];
 			int n = split_words(argv[2], w, v, 256);
@@ -266,7 +364,8 @@ int main(int argc, char **argv)
 			free(log);
 			return 0;
 		}
-		fprintf(stderr, "usage: init mkswap FILE | init argv CMD | init patches LOG (as PID 1 it is the guest's /init)\n");
+		fprintf(stderr, "usage: init mkswap FILE [KIB] | init argv CMD | init patches LOG | init unpack ARCHIVE DIR "
+				"(as PID 1 it is the guest's /init)\n");
 		return 2;
 	}
 	setenv("PATH", "/bin", 1);
@@ -277,7 +376,24 @@ int main(int argc, char **argv)
 	/* Only emergencies from the kernel on the console, so records keep their lines. */
 	write_str("/proc/sys/kernel/printk", "1\n");
 
+	/* No run.conf: booted for a snapshot (configs/snapshot.py); see the shell /init */
+	if (access("/vmlab/run.conf", F_OK)) {
+		sync();
+		probe("seed", "vmlab: one entropy seed for every run restored from this snapshot");
+		printf("vmlab: asking for the snapshot\n");
+		fflush(stdout);
+		if (probe("checkpoint", NULL)) {
+			printf("vmlab: no snapshot\n");
+			fflush(stdout);
+			sync();
+			reboot(RB_POWER_OFF);
+		}
+		note("job", pull_job("/dev/vdc") == 0);
+	}
 	read_conf();
+	/* a perturbed repeat of a restored run: the seed reaches the kernel's entropy here */
+	if (*conf("VMLAB_PERTURB"))
+		note("perturb", probe("seed", conf("VMLAB_PERTURB")) == 0);
 	apply_knobs();
 	report_patches();
 	setup_swap();
