@@ -272,8 +272,11 @@ def _take(work: Path, k: str, command, timeout_s: float, log) -> None:
                 proc.kill()
                 proc.wait()
         size = (work / STATE).stat().st_size
+        # each vCPU's instructions at the snapshot (QEMU prints them as it quits):
+        # a restored run's counts less these are what the run itself executed
+        insns = [n for _cpu, n, _stall, _clock in sorted(qemu.vcpu_clocks(work / "qemu.log"))]
         meta = {"key": k, "format": FORMAT, "size": size, "taken_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                "boot_wall_s": round(booted, 1), "save_wall_s": round(saved, 1),
+                "boot_wall_s": round(booted, 1), "save_wall_s": round(saved, 1), "vcpu_insns": insns,
                 "command_line": cmd}
         (work / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
         log(f"  snapshot: booted in {booted:.0f} s, saved {size / 2**20:.0f} MiB in {saved:.1f} s")

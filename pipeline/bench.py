@@ -1,5 +1,5 @@
 """Benchmark of the engine and the timing plugin (a script that prints
-figures, not a test): boots one fixed guest and workload per mode, in one
+figures, not a test): runs one fixed guest and workload per mode, in one
 session, and prints guest MIPS (instructions / wall second of QEMU), the
 ratio to our QEMU with the model off, QEMU's peak RSS and the model's state.
 
@@ -10,9 +10,12 @@ Modes: debian = Debian's own QEMU binary with upstream -icount (no per-vCPU
 clocks, no plugin); off = our QEMU, per-vCPU clocks, no plugin; fast,
 detailed-nostalls (every access priced, the guest does not feel it) and
 detailed (stalls charged to the vCPU clocks) load the plugin. Instruction
-counts come from our QEMU's per-vCPU report; the Debian binary reports none,
-so it is compared by wall time with `off` (the same guest and work, though
-idle periods are timed differently). With stalls charged the guest's timing
+counts come from our QEMU's per-vCPU report. Our QEMU's modes restore the
+machine's snapshot (the build step takes it first) and count what they ran
+after it (the report's whole-life counts less the snapshot's); Debian's
+binary boots (it has neither the clocks' vmstate nor the snapshot port) and
+reports no counts, so it is compared with `off` by wall time after boot or
+restore (the same experiment, though idle periods are timed differently). With stalls charged the guest's timing
 changes, so its instruction count can differ from the others'.
 
 A driver over the whole pipeline (each mode is a `./run.py` run of its
@@ -31,6 +34,17 @@ from pathlib import Path
 MODES = {"debian": ["--engine", "debian", "--timing", "off"], "off": ["--timing", "off"],
          "fast": ["--timing", "fast"], "detailed-nostalls": ["--timing", "detailed", "--no-stalls"],
          "detailed": ["--timing", "detailed"]}
+
+
+def snapshot_insns(key: str) -> int:
+    import json
+    from configs import snapshot
+    from pipeline.execute import cache_dir
+    meta = json.loads((snapshot.directory(cache_dir(), key) / "meta.json").read_text())
+    if "vcpu_insns" not in meta:
+        raise SystemExit(f"bench: snapshot {key[:12]} has no instruction counts; `./run.py snapshots --prune` "
+                         f"and run again")
+    return sum(meta["vcpu_insns"])
 
 
 def main(argv, repo: Path) -> int:
@@ -56,11 +70,8 @@ def main(argv, repo: Path) -> int:
     for mode in modes:
         print(f"bench: {a.topology} / {a.exp} ({a.param}), timing {mode} ...", flush=True)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        # --boot: each mode runs the whole guest, boot included, so its
-        # instructions (whole-life per-vCPU counts) and its wall time cover
-        # the same work; a restored run's counts would include a boot it did not run
         r = subprocess.run([sys.executable, str(repo / "run.py"), "-t", a.topology, "-e", a.exp, "-p", a.param,
-                            *MODES[mode], "--boot", "--db", str(dbp), "--runs-dir", str(work / "runs")],
+                            *MODES[mode], "--db", str(dbp), "--runs-dir", str(work / "runs")],
                            capture_output=True, text=True)
         if r.returncode:
             print(r.stdout[-2000:] + r.stderr[-2000:], file=sys.stderr)
@@ -75,8 +86,12 @@ def main(argv, repo: Path) -> int:
     con.row_factory = sqlite3.Row
     rows = {}
     for mode, rid in ids.items():
-        run = con.execute("SELECT wall_s, boot_wall_s, qemu_maxrss_kib FROM runs WHERE id = ?", (rid,)).fetchone()
+        run = con.execute("SELECT wall_s, boot_wall_s, qemu_maxrss_kib, snapshot_key FROM runs WHERE id = ?",
+                          (rid,)).fetchone()
         insns = con.execute("SELECT SUM(insns) FROM vcpu_clocks WHERE run_id = ?", (rid,)).fetchone()[0]
+        if run["snapshot_key"] and insns:
+            # vCPU counts are whole-life: a restored run executed them less the snapshot's
+            insns -= snapshot_insns(run["snapshot_key"])
         state = con.execute("SELECT state_bytes FROM timing_run WHERE run_id = ?", (rid,)).fetchone()
         rows[mode] = dict(wall=run["wall_s"], boot=run["boot_wall_s"], rss=run["qemu_maxrss_kib"], insns=insns,
                           state=state[0] if state else None, cpu=cpu_s[mode])
@@ -88,8 +103,8 @@ def main(argv, repo: Path) -> int:
         mips = f"{r['insns'] / r['wall'] / 1e6:>11.1f}" if r["insns"] else f"{'-':>11}"
         if base and r["insns"] and base["insns"]:
             ratio = f"{(r['insns'] / r['wall']) / (base['insns'] / base['wall']):.2f}x"
-        elif base:
-            ratio = f"{base['wall'] / r['wall']:.2f}x wall"
+        elif base:  # Debian's binary boots: compare the time after boot (restore) with off's
+            ratio = f"{(base['wall'] - (base['boot'] or 0)) / (r['wall'] - (r['boot'] or 0)):.2f}x wall"
         else:
             ratio = "-"
         cratio = (f"{(r['insns'] / r['cpu']) / (base['insns'] / base['cpu']):.2f}x"

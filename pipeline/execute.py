@@ -248,7 +248,8 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
         conf_path = rdir / "timing.conf"
         conf_path.write_text(timing.config_text(topo, spec.timing, timing_out, symbols=built.kernel_dir / "System.map",
                                                 bbv_dir=rdir if spec.timing == "fast" else None,
-                                                qemu_mode=spec.qemu_mode, stalls=not spec.no_stalls))
+                                                qemu_mode=spec.qemu_mode, stalls=not spec.no_stalls,
+                                                price_from_marker=not restored and topo.guest_isa == "x86_64"))
         plugin = (built.plugin, conf_path)
     stalls = spec.timing == "detailed" and not spec.no_stalls and spec.qemu_mode == "icount"
     if snap_failed:

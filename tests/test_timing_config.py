@@ -119,3 +119,40 @@ def test_torus_routes_take_the_first_dimension_first_and_ties_the_positive_way()
     assert walk(0, 2) == [1, 2]            # column distance 2 of 4: a tie, taken the positive way
     assert walk(0, 3) == [3]               # wrap-around is shorter
     assert walk(5, 0) == [1, 0]
+
+
+def test_a_booted_detailed_run_prices_from_the_experiment_s_marker(tmp_path, monkeypatch):
+    """--boot --timing detailed: the boot only counts instructions, the model
+    prices from the guest's marker (plugin.price_from_marker); a restored run
+    is priced from the restore, so its plugin is told nothing."""
+    from pipeline import execute
+    from pipeline.spec import RunSpec
+    t = topologies.load("x86-2s")
+    assert "plugin.price_from_marker on" in T.config_text(t, "detailed", tmp_path / "o.json", price_from_marker=True)
+    assert "price_from_marker" not in T.config_text(t, "detailed", tmp_path / "o.json")
+    seen = []
+
+    def spy(*a, **kw):
+        seen.append(kw.get("price_from_marker"))
+        raise RuntimeError("stop: the config was asked for")
+    monkeypatch.setattr(T, "config_text", spy)
+
+    from images import initramfs
+    archive = initramfs.cpio({"bin/x": (0o755, b"x")})
+
+    class FakeBuilt:
+        userland, boot_userland, plugin, snapshot_error = archive, archive, None, None
+        snapshot = ("k" * 64, tmp_path)
+        kernel_dir = tmp_path
+
+    import json
+    (tmp_path / "meta.json").write_text(json.dumps({"release": "r", "source_package": "s", "config_sha256": "c",
+                                                    "kernel_sha256": "k"}))
+    from analysis import db
+    for boot in (True, False):
+        prep = execute.prepare(RunSpec(topology="x86-2s", experiment="bwprobe", timing="detailed", boot=boot))
+        monkeypatch.setattr(execute.snapshot, "check", lambda *a: None)
+        with pytest.raises(RuntimeError, match="stop"):
+            execute.execute(prep, FakeBuilt(), db.connect(tmp_path / f"r{boot}.db"), tmp_path / f"r{boot}.db",
+                            runs_dir=tmp_path / "runs", userland=archive)
+    assert seen == [True, False]

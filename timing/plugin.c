@@ -64,6 +64,14 @@ typedef struct {
 
 static model_t *M;
 static int detailed, is_x86, is_alpha;
+/* plugin.price_from_marker on (a booted detailed run): the boot only counts
+ * instructions; the guest's VMLAB_OP_PRICE marker, just before the
+ * experiment, starts the pricing (qemu_plugin_reset retranslates every block
+ * with the memory callbacks). A restored run is priced from the restore. */
+static int pricing = 1;
+static qemu_plugin_id_t plugin_id;
+static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
+static void at_exit(qemu_plugin_id_t id, void *ud);
 static volatile int kernel_seen;
 static uint64_t kernel_base, interval = 100000000;
 static char bbv_dir[4096];
@@ -184,6 +192,12 @@ static uint64_t read_reg(struct qemu_plugin_register *r) {
     return v;
 }
 
+/* after qemu_plugin_reset: the same callbacks, now with the pricing on */
+static void reinstall(qemu_plugin_id_t id) {
+    qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
+    qemu_plugin_register_atexit_cb(id, at_exit, NULL);
+}
+
 /* x86 phase marker: `xchg %bx,%bx` (66 87 db, a no-op) with
  * rax = VMLAB_PHASE_MAGIC ('VML') << 8 | op, rdi = phase id, rsi = instance. */
 static void magic(unsigned int vcpu, void *ud) {
@@ -191,6 +205,13 @@ static void magic(unsigned int vcpu, void *ud) {
     if (!r_rax) return;
     uint64_t rax = read_reg(r_rax);
     if ((rax >> 8) != VMLAB_PHASE_MAGIC) return;
+    if ((rax & 0xff) == VMLAB_OP_PRICE) {
+        if (!pricing) {
+            pricing = 1;
+            qemu_plugin_reset(plugin_id, reinstall);
+        }
+        return;
+    }
     vm_phase(M, (int)vcpu, (int)(rax & 0xff), read_reg(r_rdi), read_reg(r_rsi));
 }
 
@@ -250,7 +271,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
         size_t len = qemu_plugin_insn_data(insn, bytes, sizeof bytes);
         if (is_x86 && len == 3 && bytes[0] == 0x66 && bytes[1] == 0x87 && bytes[2] == 0xdb)
             qemu_plugin_register_vcpu_insn_exec_cb(insn, magic, QEMU_PLUGIN_CB_R_REGS, NULL);
-        if (!detailed) continue;
+        if (!detailed || !pricing) continue;
         uint64_t va = qemu_plugin_insn_vaddr(insn);
         unsigned flags;
         uint32_t sym;
@@ -306,6 +327,7 @@ static int read_plugin_keys(const char *path) {
             if (!strcmp(key, "plugin.bbv_dir")) snprintf(bbv_dir, sizeof bbv_dir, "%s", val);
             else if (!strcmp(key, "plugin.interval")) interval = strtoull(val, NULL, 10);
             else if (!strcmp(key, "plugin.stalls")) stalls = !strcmp(val, "on");
+            else if (!strcmp(key, "plugin.price_from_marker")) pricing = strcmp(val, "on") != 0;
         }
     fclose(f);
     return 0;
@@ -352,6 +374,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         bbv = calloc(vm_ncpus(M), sizeof(bbv_t));
         bb_ids = g_hash_table_new(g_int64_hash, g_int64_equal);
     }
+    plugin_id = id;
+    if (!is_x86) pricing = 1;  /* the marker is x86's */
     qemu_plugin_register_vcpu_init_cb(id, vcpu_init);
     qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
     qemu_plugin_register_atexit_cb(id, at_exit, NULL);

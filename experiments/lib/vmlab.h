@@ -83,6 +83,8 @@ static inline void vl_phase_mark(unsigned op, unsigned long id, unsigned long in
 #endif
 }
 static inline void vl_phase_begin(unsigned long id, unsigned long instance) { vl_phase_mark(1, id, instance); }
+/* the experiment begins: a booted run's model starts pricing here (timing/plugin.c) */
+static inline void vl_price_from_here(void) { vl_phase_mark(VMLAB_OP_PRICE, 0, 0); }
 static inline void vl_phase_end(unsigned long id, unsigned long instance) { vl_phase_mark(2, id, instance); }
 
 static inline double vl_now_ms(clockid_t c)

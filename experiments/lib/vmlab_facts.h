@@ -16,6 +16,9 @@
  * is `xchg %bx,%bx` with rax = VMLAB_PHASE_MAGIC << 8 | op ('VML'),
  * rdi = phase id, rsi = instance. */
 #define VMLAB_PHASE_MAGIC 0x564d4c
+/* Marker ops: 1 a phase begins, 2 it ends, 3 the experiment begins (a
+ * booted run's model starts pricing here: `vmlab-probe snapshot before`). */
+#define VMLAB_OP_PRICE 3
 
 /* The guest's phases: X(id, C name, host name). The C name gives
  * VL_PHASE_<name> (vmlab.h); the host stores the name beside the id

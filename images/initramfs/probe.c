@@ -187,6 +187,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc >= 3 && !strcmp(argv[1], "snapshot")) {
+		if (!strcmp(argv[2], "before"))
+			vl_price_from_here();
 		vl_snapshot(argv[2]);
 		return 0;
 	}
