@@ -56,9 +56,11 @@ def test_guest_sees_the_torus_and_records_land(small_run):
     assert all(x["wall_ms"] > 0 for x in rows)
     assert {x[0] for x in c.execute("SELECT DISTINCT phase FROM vmstat")} == {"before", "peak", "after"}
     assert "matches the topology" in r.stdout
+    # restored from the machine's snapshot (the default), it pulled its job;
     # every VM knob the run set was accepted by the guest, and swap came up
+    assert run["start"] == "restored" and run["snapshot_key"]
     steps = dict(c.execute("SELECT name, value FROM metrics WHERE name LIKE 'init.%'").fetchall())
-    assert steps == {f"init.{k}": 1 for k in ("numa_balancing", "thp", "watermark_boost_factor", "swapon")}
+    assert steps == {f"init.{k}": 1 for k in ("job", "numa_balancing", "thp", "watermark_boost_factor", "swapon")}
     # zone_reclaim_mode is left to the kernel by default: vanilla 6.1 boots with 0
     assert c.execute("SELECT text FROM metrics WHERE name = 'guest.zone_reclaim_mode'").fetchone()[0] == "0"
     assert c.execute("SELECT text FROM metrics WHERE name = 'guest.thp'").fetchone()[0] == "[always] madvise never"
