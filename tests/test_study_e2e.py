@@ -1,7 +1,8 @@
 """Studies with real guests (slow): a local-pool study whose worker is
 killed mid-run and whose coordinator is interrupted, then resumed; and the
 same study on a Dask LocalCluster. tests/data/study-small.toml: three short
-runs on the 2-node test machine."""
+runs on the 2-node test machine, restored from its snapshot (the Dask
+study) or booted (the killed-worker study, study-small-boot.toml)."""
 import os
 import re
 import signal
@@ -19,8 +20,11 @@ pytestmark = pytest.mark.study
 STUDY = REPO / "tests" / "data" / "study-small.toml"
 
 
-def study_cmd(tmp, *extra):
-    return vmlab_cmd(None, "study", str(STUDY), "--db", str(tmp / "s.db"), *extra)
+STUDY_BOOT = REPO / "tests" / "data" / "study-small-boot.toml"
+
+
+def study_cmd(tmp, *extra, study=STUDY):
+    return vmlab_cmd(None, "study", str(study), "--db", str(tmp / "s.db"), *extra)
 
 
 def rows(tmp, sql, args=()):
@@ -59,7 +63,9 @@ def worker_groups(db_dir: Path) -> list[int]:
 
 
 def test_a_killed_worker_and_an_interrupted_study_lose_no_finished_run(vmlab_env, tmp_path):
-    coord = subprocess.Popen(study_cmd(tmp_path, "--workers", "1", "--no-report"), env=vmlab_env, cwd=REPO,
+    # booted runs: long enough to kill one mid-run (the Dask test below restores)
+    coord = subprocess.Popen(study_cmd(tmp_path, "--workers", "1", "--no-report", study=STUDY_BOOT), env=vmlab_env,
+                             cwd=REPO,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         wait_for(lambda: rows(tmp_path, "SELECT COUNT(*) FROM study_runs WHERE status = 'ok'")[0][0] >= 1, 900,
@@ -86,7 +92,8 @@ def test_a_killed_worker_and_an_interrupted_study_lose_no_finished_run(vmlab_env
     assert rows(tmp_path, "SELECT status FROM runs WHERE id = ?", (first["run_id"],))[0][0] == "ok"
     # resume: the rest runs, nothing finished runs again
     done_before = rows(tmp_path, "SELECT COUNT(*) FROM study_runs WHERE status = 'ok'")[0][0]
-    r = subprocess.run(study_cmd(tmp_path), env=vmlab_env, cwd=REPO, capture_output=True, text=True, timeout=1800)
+    r = subprocess.run(study_cmd(tmp_path, study=STUDY_BOOT), env=vmlab_env, cwd=REPO, capture_output=True, text=True,
+                       timeout=1800)
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     # the tally always says "N already done": N is what finished before the interruption (plus a
     # run adopted from its work folder), and one run at least never started before it
