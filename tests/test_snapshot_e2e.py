@@ -6,6 +6,7 @@ snapshot's time. Slow: boots guests. (Restored runs repeating exactly, with
 and without the model, on 1, 8 and 32 CPUs: test_determinism_e2e.py.)"""
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,8 @@ SMALL = ["-t", str(REPO / "tests" / "data" / "x86-2s-small.toml"), "-e", "memeat
 def test_snapshot_once_then_restore_and_the_row_says_so(vmlab_env, tmp_path):
     cache = Path(vmlab_env["VMLAB_CACHE"]) if "VMLAB_CACHE" in vmlab_env else bootstrap.cache_dir()
     # a private kernel command line word: this test's own snapshot, taken here
-    word = f"vmlab.test={tmp_path.name}"
+    # (`./run.py snapshots --prune` clears those a warm cache collects)
+    word = f"vmlab.test={time.time_ns()}"
     first = vmlab(vmlab_env, tmp_path, *SMALL, "--kernel-append", word)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
     assert "booting the machine to snapshot" in first.stdout
@@ -62,11 +64,14 @@ def test_snapshot_once_then_restore_and_the_row_says_so(vmlab_env, tmp_path):
     again = vmlab(vmlab_env, tmp_path, *SMALL, "--kernel-append", word)
     assert again.returncode == 0, again.stdout[-3000:]
     assert "truncated" in again.stdout and "booting the machine to snapshot" in again.stdout
-    assert Path(c.execute("SELECT log_path FROM runs WHERE id = 4").fetchone()[0]).read_bytes() == logs[0]
+    # (its figures need not equal the first snapshot's runs': a snapshot is one
+    # boot, and two boots can differ by the determinism hole docs/guest-time.md
+    # describes; seen in CI under load. Runs of one snapshot repeat exactly.)
+    assert tuple(c.execute("SELECT status, start FROM runs WHERE id = 4").fetchone()) == ("ok", "restored")
 
 
 def test_a_guest_that_panics_before_its_snapshot_is_a_failed_run_with_that_console(vmlab_env, tmp_path):
-    r = vmlab(vmlab_env, tmp_path, *SMALL, "--kernel-append", f"init=/none rdinit=/none vmlab.t={tmp_path.name}")
+    r = vmlab(vmlab_env, tmp_path, *SMALL, "--kernel-append", f"init=/none rdinit=/none vmlab.t={time.time_ns()}")
     assert r.returncode == 1
     run = db(tmp_path).execute("SELECT status, reason, log_path, start FROM runs").fetchone()
     assert run["status"] == "failed" and "Kernel panic" in run["reason"] and run["start"] == "restored"
