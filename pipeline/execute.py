@@ -138,7 +138,9 @@ def build(prep: Prepared):
 
 def take_snapshot(prep: Prepared, built):
     """The machine's snapshot after boot (configs/snapshot.py), from the
-    cache or taken now; BuildError (status 1) if the guest never asked for it."""
+    cache or taken now, as built.snapshot; a boot that never asked for it
+    (panic, hang) comes back as built.snapshot_error, and execute records
+    the run failed with that boot's console."""
     import dataclasses
     spec, topo = prep.spec, prep.topo
     skey = prep.engine.snapshot_key(spec, topo, built, kernel.load_meta(built.kernel_dir)["kernel_sha256"],
@@ -253,8 +255,8 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
         plugin = (built.plugin, conf_path)
     stalls = spec.timing == "detailed" and not spec.no_stalls and spec.qemu_mode == "icount"
     if snap_failed:
-        inv = prep.engine.invocation(spec, topo, built, initrd, swap_img, data_img, plugin, prep.disk_model)
-        inv.cmd = ["(not run: the boot for its snapshot failed)"]
+        inv = engines.Invocation(["(not run: the boot for its snapshot failed)"], "restored from a snapshot that "
+                                 "could not be taken", spec.quantum_ns, prep.engine.label(built, topo))
     elif restored:
         inv = prep.engine.restore_invocation(spec, topo, built, cache_dir(), sdir, (swap_img, data_img, job_img),
                                              plugin, prep.disk_model, stalls)
