@@ -189,8 +189,9 @@ class Qmp:
 
 def take(cache: Path, k: str, command, timeout_s: float, log=print) -> Path:
     """The snapshot keyed k, taken now unless already whole in the cache.
-    command(images) -> the snapshot machine's command line for those disk
-    images. One process takes a given snapshot; others wait on its lock."""
+    command(work) -> the snapshot machine's command line, its disk images
+    made under work (never kept). One process takes a given snapshot;
+    others wait on its lock."""
     sdir = directory(cache, k)
     sdir.parent.mkdir(parents=True, exist_ok=True)
     with open(sdir.parent / f"{k[:24]}.lock", "w") as lock:
@@ -222,15 +223,11 @@ def take(cache: Path, k: str, command, timeout_s: float, log=print) -> Path:
 
 
 def _take(work: Path, k: str, command, timeout_s: float, log) -> None:
-    d = None
-    images = []
     t0 = time.monotonic()
     sock = Path(tempfile.mkdtemp(prefix="vmlab-qmp-")) / "qmp"  # unix socket paths are short
     try:
         # the disks' contents are never kept: a run brings fresh ones of these sizes
-        cmd = command(work)
-        images = [Path(a.split("file=", 1)[1].split(",", 1)[0]) for a in cmd if a.startswith("file=")]
-        cmd = cmd + ["-qmp", f"unix:{sock},server=on,wait=off", "-serial", f"file:{work / 'console.log'}",
+        cmd = command(work) + ["-qmp", f"unix:{sock},server=on,wait=off", "-serial", f"file:{work / 'console.log'}",
                      # a restore then starts the machine itself (no `cont` over QMP)
                      "-global", "migration.store-global-state=off"]
         log(f"  snapshot: booting the machine to snapshot (key {k[:12]}) ...")
@@ -281,8 +278,8 @@ def _take(work: Path, k: str, command, timeout_s: float, log) -> None:
         (work / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
         log(f"  snapshot: booted in {booted:.0f} s, saved {size / 2**20:.0f} MiB in {saved:.1f} s")
     finally:
-        for img in images:
-            img.unlink(missing_ok=True)
+        for img in work.glob("*.img"):
+            img.unlink()
         shutil.rmtree(sock.parent, ignore_errors=True)
 
 
