@@ -1,17 +1,30 @@
-"""Engines behind one interface. The run pipeline asks an engine four
-things: is this run possible on you, what is your version, how do you run
-this guest (a command line, and how guest time is kept), and what did each
-vCPU's clock say at the end. QEMU (ours, or Debian's binary for comparison)
-is the only engine today; a gem5 config generator for a user's own binary
-(`--gem5 PATH`) would be a second class here.
+"""Engines behind one interface (gem5's stdlib way: one abstract class per
+kind of part). `Engine` below is everything the run pipeline asks of an
+engine: check a run's engine options, say what it is, build the command
+that boots a guest or restores the machine's snapshot after boot, take that
+snapshot, supervise the guest to its end, and read back each vCPU's clock.
+`pipeline/execute.py` talks to an engine only through it, so a second
+engine (a gem5 config generator for a user's own binary, `--gem5 PATH`) is
+one new subclass here and an entry in ENGINES. QEMU (ours, or Debian's
+binary for comparison) is the only engine today.
 """
 from __future__ import annotations
 
+import abc
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from configs import qemu, qemu_build, snapshot
+
+# What the pipeline catches and reports as bad input (one line, exit 2).
+EngineError = qemu.EngineError
+INPUT_ERRORS = (qemu.EngineError, qemu_build.EngineBuildError)
+SnapshotError = snapshot.SnapshotError
+# A sparse disk image file: costs host disk only as the guest writes.
+sparse = snapshot.sparse
+# How a supervised guest ended (status, reason, wall times, the parsed console).
+Outcome = qemu.Outcome
 
 
 @dataclass
@@ -22,7 +35,91 @@ class Invocation:
     label: str               # engine and version, for the run row
 
 
-class QemuEngine:
+class Engine(abc.ABC):
+    """One engine. `spec` is a pipeline.spec.RunSpec, `topo` a loaded
+    topology, `built` the build step's artifacts (kernel, initramfs,
+    engine binary, plugin)."""
+    name: str                # the --engine value
+    kind: str                # the run row's `engine` column
+
+    # --- input (prepare: before anything is built or written) ---------------------------
+    @abc.abstractmethod
+    def check(self, spec) -> int:
+        """Raise EngineError on engine options this engine cannot run (mode,
+        quantum, timing mode); return the quantum the run will use."""
+
+    def boots_only_why(self, spec, topo, swap_mib: int = 0, data_mib: int = 0) -> str | None:
+        """None if this run can start from the machine's snapshot after boot,
+        else why it boots (swap_mib, data_mib: the run's disks, which must fit
+        the snapshot machine's). Engines without snapshots always boot."""
+        return "this engine has no snapshots after boot"
+
+    # --- what it is ----------------------------------------------------------------------
+    @abc.abstractmethod
+    def label(self, built, topo) -> str:
+        """The engine and its version (patch series) for the run row."""
+
+    @abc.abstractmethod
+    def timeouts(self, spec, topo, run_s: float) -> tuple[float, float]:
+        """(boot, run) wall-clock limits in seconds; run_s is the experiment's
+        own limit with the model off."""
+
+    def perturbation(self, seed: int, repeat: int) -> str:
+        """The word that perturbs a repeat (Alameldeen and Wood): '' for repeat 0."""
+        return qemu.perturbation(seed, repeat)
+
+    def cycle_ps(self, topo) -> int:
+        return qemu.cycle_ps(topo)
+
+    # --- booting and restoring -----------------------------------------------------------
+    @abc.abstractmethod
+    def invocation(self, spec, topo, built, initrd: Path, swap_img, data_img, plugin, disk_model) -> Invocation:
+        """The command that boots the kernel with initrd and runs the job."""
+
+    def snapshot_disks(self, topo) -> snapshot.Disks:
+        """The fixed disk sizes a snapshot machine has (a restored run uses its part)."""
+        raise NotImplementedError(f"{self.name}: no snapshots")
+
+    def snapshot_key(self, spec, topo, built, kernel_sha256: str, disk_model) -> str:
+        raise NotImplementedError(f"{self.name}: no snapshots")
+
+    def snapshot(self, cache: Path, k: str, spec, topo, built, disk_model, log=print) -> Path:
+        """The snapshot keyed k (a folder), taken now if the cache lacks it
+        (or holds a broken one); SnapshotError if the boot never asked for it."""
+        raise NotImplementedError(f"{self.name}: no snapshots")
+
+    def snapshot_problem(self, sdir: Path, k: str) -> str | None:
+        """None if sdir still holds the snapshot keyed k, else what is wrong."""
+        raise NotImplementedError(f"{self.name}: no snapshots")
+
+    def failed_snapshot_dir(self, cache: Path, k: str) -> Path:
+        """Where the console of a boot that never reached its snapshot is kept."""
+        raise NotImplementedError(f"{self.name}: no snapshots")
+
+    def job_image(self, path: Path, payload: bytes) -> None:
+        """Write the job (an initramfs archive) where a restored guest pulls it."""
+        raise NotImplementedError(f"{self.name}: no snapshots")
+
+    def restore_invocation(self, spec, topo, built, cache: Path, sdir: Path, images, plugin, disk_model,
+                           stalls: bool) -> Invocation:
+        raise NotImplementedError(f"{self.name}: no snapshots")
+
+    # --- running and reading back --------------------------------------------------------
+    @abc.abstractmethod
+    def run(self, inv: Invocation, console: Path, log: Path, boot_timeout: float, run_timeout: float,
+            on_record=None, on_tick=None) -> Outcome:
+        """Start the guest and supervise it to its end (records streamed to on_record)."""
+
+    @abc.abstractmethod
+    def vcpu_clocks(self, log: Path) -> list[tuple[int, int, int, int]]:
+        """Per vCPU (cpu, instructions, stall ps, clock ps) at the end, [] if unknown."""
+
+    def sched_counts(self, log: Path) -> dict[str, int]:
+        """The engine's scheduling counters (slices, PAUSEs), {} if none."""
+        return {}
+
+
+class QemuEngine(Engine):
     """ours=True: our QEMU (Debian's 10.0.2 source + configs/qemu-patches/),
     per-vCPU clocks; False: Debian's own binary with upstream -icount."""
     kind = "qemu-tcg"
@@ -31,11 +128,14 @@ class QemuEngine:
         self.ours = ours
         self.name = "vmlab" if ours else "debian"
 
-    def check(self, spec) -> None:
+    def check(self, spec) -> int:
         qemu_build.series()  # every patch the series names is there
+        if spec.qemu_mode not in qemu.MODES:
+            raise EngineError(f"--qemu-mode: expected one of {', '.join(qemu.MODES)}, got {spec.qemu_mode!r}")
         if not self.ours and spec.timing != "off":
-            raise qemu.EngineError("--engine debian: runs with --timing off only (the timing plugin is built "
-                                   "against our QEMU's plugin API)")
+            raise EngineError("--engine debian: runs with --timing off only (the timing plugin is built "
+                              "against our QEMU's plugin API)")
+        return qemu.check_quantum(spec.quantum_ns)
 
     def binary(self, built, topo) -> Path:
         return (built.qemu_dir / "bin" if self.ours else Path("/usr/bin")) / qemu_build.TARGETS[topo.guest_isa]
@@ -44,6 +144,10 @@ class QemuEngine:
         if self.ours:
             return qemu_build.label()
         return f"Debian's {self.binary(built, topo)} (qemu-system {qemu_build.debian_version()})"
+
+    def timeouts(self, spec, topo, run_s: float) -> tuple[float, float]:
+        boot = spec.boot_timeout or qemu.boot_timeout_s(topo, spec.qemu_mode, spec.timing)
+        return boot, spec.timeout or run_s * qemu.TIMING_SLOWDOWN[spec.timing]  # manifests time the model off
 
     def invocation(self, spec, topo, built, initrd: Path, swap_img, data_img, plugin, disk_model) -> Invocation:
         stalls = spec.timing == "detailed" and not spec.no_stalls and spec.qemu_mode == "icount"
@@ -58,8 +162,7 @@ class QemuEngine:
                           self.label(built, topo))
 
     # --- boot once, run many (configs/snapshot.py) -------------------------------------
-    def restore_refusal(self, spec, topo) -> str | None:
-        """None if this run can start from a snapshot, else why it boots."""
+    def boots_only_why(self, spec, topo, swap_mib: int = 0, data_mib: int = 0) -> str | None:
         if spec.boot:
             return "--boot"
         if not self.ours:
@@ -71,7 +174,10 @@ class QemuEngine:
             # guest never gets another timer interrupt
             return (f"{topo.guest_isa} guests boot every run: QEMU's clipper saves neither its typhoon chipset "
                     f"nor the CPUs' alarm timers, so a restored guest would never tick again")
-        return None
+        return snapshot.fits(topo, swap_mib, data_mib)
+
+    def snapshot_disks(self, topo) -> snapshot.Disks:
+        return snapshot.disks_for(topo)
 
     def _snapshot_cmd(self, spec, topo, built, kernel, initrd, images, disk_model, plugin=None):
         return snapshot.machine_command(topo, kernel, initrd, images, binary=self.binary(built, topo),
@@ -83,9 +189,9 @@ class QemuEngine:
                             engine_key=qemu_build.key(), quantum_ns=spec.quantum_ns,
                             append=spec.kernel_append.strip(), hmat=not spec.no_hmat, disk=disk_model)
 
-    def snapshot(self, cache: Path, k: str, spec, topo, built, disk_model, timeout_s: float, log=print) -> Path:
-        """The snapshot keyed k, taken now if the cache lacks it (or has a broken one)."""
+    def snapshot(self, cache: Path, k: str, spec, topo, built, disk_model, log=print) -> Path:
         d = snapshot.disks_for(topo)
+        timeout_s = spec.boot_timeout or qemu.boot_timeout_s(topo, "icount", "off")  # booted without the model
         boot = _boot_initrd(cache, built)
 
         def command(work: Path):
@@ -93,6 +199,15 @@ class QemuEngine:
                       snapshot.sparse(work / "job.img", d.job_mib))
             return self._snapshot_cmd(spec, topo, built, built.kernel_dir / "kernel", boot, images, disk_model)
         return snapshot.take(cache, k, command, timeout_s, log)
+
+    def snapshot_problem(self, sdir: Path, k: str) -> str | None:
+        return snapshot.check(sdir, k)
+
+    def failed_snapshot_dir(self, cache: Path, k: str) -> Path:
+        return snapshot.failed_dir(cache, k)
+
+    def job_image(self, path: Path, payload: bytes) -> None:
+        snapshot.job_image(path, payload)
 
     def restore_invocation(self, spec, topo, built, cache: Path, sdir: Path, images, plugin, disk_model,
                            stalls: bool) -> Invocation:
@@ -102,7 +217,7 @@ class QemuEngine:
                           spec.quantum_ns, self.label(built, topo))
 
     def run(self, inv: Invocation, console: Path, log: Path, boot_timeout: float, run_timeout: float,
-            on_record=None, on_tick=None) -> qemu.Outcome:
+            on_record=None, on_tick=None) -> Outcome:
         return qemu.supervise(inv.cmd, console, log, boot_timeout, run_timeout, on_record=on_record, on_tick=on_tick)
 
     def vcpu_clocks(self, log: Path) -> list[tuple[int, int, int, int]]:
@@ -132,7 +247,7 @@ def _boot_initrd(cache: Path, built) -> Path:
 ENGINES = {"vmlab": lambda: QemuEngine(True), "debian": lambda: QemuEngine(False)}
 
 
-def get(name: str) -> QemuEngine:
+def get(name: str) -> Engine:
     if name not in ENGINES:
-        raise qemu.EngineError(f"--engine: expected one of {', '.join(ENGINES)}, got {name!r}")
+        raise EngineError(f"--engine: expected one of {', '.join(ENGINES)}, got {name!r}")
     return ENGINES[name]()

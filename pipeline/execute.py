@@ -26,7 +26,6 @@ from pathlib import Path
 
 import experiments
 import topologies
-from configs import qemu, qemu_build, snapshot
 from images import kernel
 from pipeline import engines
 from pipeline.spec import InputError, RunSpec, run_key
@@ -50,7 +49,7 @@ class Prepared:
     exp: object
     plan: object
     variant: object
-    engine: engines.QemuEngine
+    engine: engines.Engine
     disk_model: object | None
     key: str
     start: str = "booted"          # or "restored": from the machine's snapshot after boot
@@ -68,15 +67,12 @@ def prepare(spec: RunSpec) -> Prepared:
         kernel.check_variant(variant)
         if spec.flavor not in kernel.FLAVORS:
             raise kernel.BuildError(f"--flavor: expected one of {', '.join(kernel.FLAVORS)}, got {spec.flavor!r}")
-        if spec.qemu_mode not in qemu.MODES:
-            raise qemu.EngineError(f"--qemu-mode: expected one of {', '.join(qemu.MODES)}, got {spec.qemu_mode!r}")
         engine = engines.get(spec.engine)
-        engine.check(spec)
-        quantum = qemu.check_quantum(spec.quantum_ns)
+        quantum = engine.check(spec)
         for name in ("timeout", "boot_timeout"):
             v = getattr(spec, name)
             if v is not None and not 0 < v < MAX_TIMEOUT_S:
-                raise qemu.EngineError(f"--{name.replace('_', '-')}: expected a positive number of seconds, "
+                raise engines.EngineError(f"--{name.replace('_', '-')}: expected a positive number of seconds, "
                                        f"got {v:g}")
         disk_model = None
         disk_name = spec.disk or topo.disk
@@ -91,12 +87,12 @@ def prepare(spec: RunSpec) -> Prepared:
         if spec.no_stalls and spec.timing != "detailed":
             raise timing.TimingError(f"--no-stalls: only with --timing detailed (it keeps the model's stalls off the "
                                      f"guest's clocks); --timing {spec.timing} prices no access, so has no stalls")
-    except (topologies.TopologyError, experiments.ExperimentError, kernel.BuildError, qemu.EngineError,
-            qemu_build.EngineBuildError, timing.TimingError, disks.DiskError) as e:
+    except (topologies.TopologyError, experiments.ExperimentError, kernel.BuildError, *engines.INPUT_ERRORS,
+            timing.TimingError, disks.DiskError) as e:
         raise InputError(str(e)) from None
     if quantum != spec.quantum_ns:
         spec = RunSpec(**{**spec.__dict__, "quantum_ns": quantum})
-    why = engine.restore_refusal(spec, topo) or snapshot.fits(topo, *disk_mib(plan, topo))
+    why = engine.boots_only_why(spec, topo, *disk_mib(plan, topo))
     start = "booted" if why else "restored"
     key = run_key(spec, topo.sha256, plan.all_values, disk_model.label() if disk_model else spec.disk, start)
     return Prepared(spec, topo, exp, plan, variant, engine, disk_model, key, start, why)
@@ -106,6 +102,30 @@ def disk_mib(plan, topo) -> tuple[int, int]:
     """The run's swap (on disk or zram) and data disk sizes, MiB."""
     swap = round(plan.params["swap_frac"] * topo.total_memory_mib) if plan.params["swap"] != "none" else 0
     return swap, int(plan.all_values.get("disk_mib", 0))
+
+
+def guest_disks(plan, topo, restored: bool) -> tuple[str, str]:
+    """The guest's swap (/dev/vda, zram:MiB or '') and data disk (/dev/vda,
+    or /dev/vdb behind a swap disk, or ''); a restored machine always has
+    the snapshot's swap disk, used or not."""
+    swap_mib, data_mib = disk_mib(plan, topo)
+    on_disk = swap_mib > 0 and plan.params["swap"] == "disk"
+    swap_dev = "/dev/vda" if on_disk else (f"zram:{swap_mib}" if swap_mib else "")
+    return swap_dev, ("/dev/vdb" if on_disk or restored else "/dev/vda") if data_mib > 0 else ""
+
+
+def stalls_charged(spec: RunSpec) -> bool:
+    """Whether the timing model's stalls reach the guest's clocks."""
+    return spec.timing == "detailed" and not spec.no_stalls and spec.qemu_mode == "icount"
+
+
+def limitations(prep: Prepared) -> str:
+    """The run row's `limitations`, what this run does not model
+    (docs/reference/limitations.md shows each case: pipeline/reference.py)."""
+    from analysis import summary
+    spec, restored = prep.spec, prep.start == "restored"
+    return summary.limitations(prep.topo, spec.qemu_mode, spec.timing, *guest_disks(prep.plan, prep.topo, restored),
+                               stalls_charged(spec), disk_modeled=prep.disk_model is not None, restored=restored)
 
 
 def _wrapper():
@@ -146,9 +166,8 @@ def take_snapshot(prep: Prepared, built):
     skey = prep.engine.snapshot_key(spec, topo, built, kernel.load_meta(built.kernel_dir)["kernel_sha256"],
                                     prep.disk_model)
     try:
-        sdir = prep.engine.snapshot(cache_dir(), skey, spec, topo, built, prep.disk_model,
-                                    spec.boot_timeout or qemu.boot_timeout_s(topo, "icount", "off"))
-    except (snapshot.SnapshotError, OSError) as e:
+        sdir = prep.engine.snapshot(cache_dir(), skey, spec, topo, built, prep.disk_model)
+    except (engines.SnapshotError, OSError) as e:
         # a guest that panics or hangs on the way to its snapshot: the run
         # is recorded failed with that boot's console (execute)
         print(f"snapshot: failed: {e}", file=sys.stderr, flush=True)
@@ -196,18 +215,17 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
     # Sparse images: they cost disk only as the guest writes. A restored
     # machine has all three of the snapshot's disks at its fixed sizes
     # (configs/snapshot.py); the run uses its own part of them.
-    fixed = snapshot.disks_for(topo) if restored else None
+    fixed = prep.engine.snapshot_disks(topo) if restored else None
     swap_img = data_img = job_img = None
     if on_disk or restored:
-        swap_img = snapshot.sparse(rdir / "swap.img", fixed.swap_mib if restored else swap_mib)
-    swap_dev = "/dev/vda" if on_disk else (f"zram:{swap_mib}" if swap_mib else "")
+        swap_img = engines.sparse(rdir / "swap.img", fixed.swap_mib if restored else swap_mib)
+    swap_dev, data_dev = guest_disks(plan, topo, restored)
     # A data disk for experiments that declare one (disk_mib): ext2 made and
     # mounted on /data by /init, the next virtio-blk after swap.
     if data_mib > 0 or restored:
-        data_img = snapshot.sparse(rdir / "data.img", fixed.data_mib if restored else data_mib)
-    data_dev = ("/dev/vdb" if swap_img else "/dev/vda") if data_mib > 0 else ""
+        data_img = engines.sparse(rdir / "data.img", fixed.data_mib if restored else data_mib)
     # VMLAB_SEED is read by nothing in the guest: the seed reaches a booted
-    # guest as the kernel's vmlab.perturb word (configs/qemu.perturbation), a
+    # guest as the kernel's vmlab.perturb word (the engine's perturbation), a
     # restored one as VMLAB_PERTURB, mixed into its entropy before the job.
     # It stays because every booted run's initramfs bytes include it.
     conf = (f"VMLAB_EXP={exp.name}\nVMLAB_CMD={shlex.quote(plan.command)}\n"
@@ -215,7 +233,7 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
     if restored:
         conf += (f"VMLAB_SWAP_KIB={swap_mib * 1024 if on_disk else ''}\n"
                  f"VMLAB_DATA_KIB={data_mib * 1024 if data_mib else ''}\n"
-                 f"VMLAB_PERTURB={qemu.perturbation(spec.seed, spec.repeat)}\n")
+                 f"VMLAB_PERTURB={prep.engine.perturbation(spec.seed, spec.repeat)}\n")
     knobs = "".join(f"{name} {path} {value}\n" for name, path, value in plan.knobs() + solid_state_knobs(
         prep.disk_model, [swap_dev, data_dev]))
     run_files = initramfs.run_archive({"run.conf": conf, "knobs": knobs})
@@ -226,17 +244,17 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
     if restored:
         job_img = rdir / "job.img"
         try:
-            snapshot.job_image(job_img, job)
+            prep.engine.job_image(job_img, job)
             if not (built.snapshot or built.snapshot_error):
                 built = take_snapshot(prep, built)
             if built.snapshot_error:
                 skey, snap_failed = built.snapshot_error
             else:
                 skey, sdir = built.snapshot
-                why = snapshot.check(sdir, skey)  # removed or replaced since the build step found it
+                why = prep.engine.snapshot_problem(sdir, skey)  # removed or replaced since the build step
                 if why:
-                    raise snapshot.SnapshotError(why)
-        except snapshot.SnapshotError as e:
+                    raise engines.SnapshotError(why)
+        except engines.SnapshotError as e:
             for img in (swap_img, data_img, job_img):
                 if img is not None:
                     img.unlink(missing_ok=True)
@@ -253,7 +271,7 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
                                                 qemu_mode=spec.qemu_mode, stalls=not spec.no_stalls,
                                                 price_from_marker=not restored and topo.guest_isa == "x86_64"))
         plugin = (built.plugin, conf_path)
-    stalls = spec.timing == "detailed" and not spec.no_stalls and spec.qemu_mode == "icount"
+    stalls = stalls_charged(spec)
     if snap_failed:
         inv = engines.Invocation(["(not run: the boot for its snapshot failed)"], "restored from a snapshot that "
                                  "could not be taken", spec.quantum_ns, prep.engine.label(built, topo))
@@ -263,8 +281,7 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
     else:
         inv = prep.engine.invocation(spec, topo, built, initrd, swap_img, data_img, plugin, prep.disk_model)
     console, qlog = rdir / "console.log", rdir / "qemu.log"
-    boot_to = spec.boot_timeout or qemu.boot_timeout_s(topo, spec.qemu_mode, spec.timing)
-    run_to = spec.timeout or plan.timeout_s * qemu.TIMING_SLOWDOWN[spec.timing]  # manifests time the model off
+    boot_to, run_to = prep.engine.timeouts(spec, topo, plan.timeout_s)
     row = RunStart(
         started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"), host=host, vmlab_version=vmlab_version(),
         topology=topo.name, topology_sha256=topo.sha256, topology_toml=topo.text,
@@ -282,8 +299,7 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
         timing_plugin=(f"vmlab_timing model {timing.MODEL_VERSION} sha256 {initramfs.sha256(built.plugin)[:12]}, built against "
                        f"{inv.label}" if built.plugin else None),
         command_line=" ".join(shlex.quote(str(c)) for c in inv.cmd), log_path=str(console),
-        limitations=summary.limitations(topo, spec.qemu_mode, spec.timing, swap_dev, data_dev, stalls,
-                                        disk_modeled=prep.disk_model is not None, restored=restored),
+        limitations=limitations(prep),
         run_key=prep.key, start=prep.start, snapshot_key=skey,
     )
     run_id = db.start_run(con, row)
@@ -295,11 +311,11 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
     try:
         if snap_failed:
             # the boot that should have ended in the snapshot: its console is this run's
-            failed = snapshot.failed_dir(cache_dir(), skey)
+            failed = prep.engine.failed_snapshot_dir(cache_dir(), skey)
             for name, dst in (("console.log", console), ("qemu.log", qlog)):
                 if (failed / name).exists():
                     shutil.copyfile(failed / name, dst)
-            outcome = qemu.Outcome("failed", f"snapshot: {snap_failed}", 0.0, None, None,
+            outcome = engines.Outcome("failed", f"snapshot: {snap_failed}", 0.0, None, None,
                                    records.parse_bytes(console.read_bytes() if console.exists() else b""))
         else:
             with (live or summary.LiveProgress(exp, plan, topo)) as prog:
@@ -328,7 +344,7 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
         sched = prep.engine.sched_counts(qlog)
         if sched:
             # every PAUSE costs the topology's pause_cycles: guest CPU time spent spin-waiting
-            sched["pause_cpu_s"] = sched["pauses"] * topo.pause_cycles * qemu.cycle_ps(topo) / 1e12
+            sched["pause_cpu_s"] = sched["pauses"] * topo.pause_cycles * prep.engine.cycle_ps(topo) / 1e12
             extras.append(lambda c: [metric(c, run_id, f"engine.{k}", v, "s" if k.endswith("_s") else "count")
                                      for k, v in sched.items()])
         if timing_out is not None and timing_out.exists():
