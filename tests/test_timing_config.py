@@ -151,7 +151,7 @@ def test_a_booted_detailed_run_prices_from_the_experiment_s_marker(tmp_path, mon
     from analysis import db
     for boot in (True, False):
         prep = execute.prepare(RunSpec(topology="x86-2s", experiment="bwprobe", timing="detailed", boot=boot))
-        monkeypatch.setattr(execute.snapshot, "check", lambda *a: None)
+        monkeypatch.setattr(type(prep.engine), "snapshot_problem", lambda *a: None)
         with pytest.raises(RuntimeError, match="stop"):
             execute.execute(prep, FakeBuilt(), db.connect(tmp_path / f"r{boot}.db"), tmp_path / f"r{boot}.db",
                             runs_dir=tmp_path / "runs", userland=archive)
