@@ -67,7 +67,7 @@ def test_kernel_default_knob_is_left_to_the_kernel(tmp_path):
     bad = tmp_path / "common.toml"
     bad.write_text('[params.swapiness]\ntype = "int"\ndefault = "kernel"\n')
     with pytest.raises(E.ExperimentError, match=r"params.swapiness.default': 'kernel' needs a 'knob'"):
-        E._params(__import__("tomllib").loads(bad.read_text())["params"], bad)
+        E.parse_params(__import__("tomllib").loads(bad.read_text())["params"], bad)
 
 
 @pytest.mark.parametrize("edit, field, expect", [
@@ -162,7 +162,7 @@ def synthetic(tmp_path, params, command="prog --procs {procs} --n {n}"):
     path, table = tmp_path / "manifest.toml", tomllib.loads(params)["params"]
     exp = E.Experiment("synthetic", tmp_path, {"name": "synthetic", "programs": [], "command": command,
                                                "params": table, "timeout_s": 60})
-    exp.params = E._params(table, path)
+    exp.params = E.parse_params(table, path)
     return exp
 
 

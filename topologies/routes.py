@@ -1,8 +1,9 @@
 """The machine's interconnect: hop counts between nodes and the routes a
 message takes, which directed links it crosses (dimension-order on the
 torus, shortest paths between sockets). The timing model queues on these
-links. The loader (topologies/__init__.py) builds its hop matrices here and
-re-exports these functions; this module needs nothing from it."""
+links. The parser (topologies/parser.py) builds its hop matrices here and
+topologies/__init__.py re-exports these functions; this module needs
+nothing from either."""
 from __future__ import annotations
 
 import math

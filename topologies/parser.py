@@ -1,0 +1,155 @@
+"""Topology TOML -> Topology: every field read through one reader, so a
+missing or mistyped figure is one line naming the file and the field, and the
+limits (topologies/limits.py) checked before anything grows with the sizes."""
+from __future__ import annotations
+
+import functools
+import math
+import tomllib
+from pathlib import Path
+
+from topologies import core as core_mod
+from topologies.errors import TopologyError
+from topologies.limits import (GUEST_ISAS, MAX_CLOCK_GHZ, MAX_TORUS_DIMS, MIN_CLOCK_GHZ, QEMU_MAX_CYCLE_PS,
+                               QEMU_MAX_PAUSE_CYCLES, check_counts, check_distances)
+from topologies.model import Cache, Topology
+from topologies.routes import socket_hops, torus_hops
+
+
+class _Reader:
+    def __init__(self, path, data):
+        self.path, self.data = path, data
+
+    def get(self, dotted: str, typ, *, required=True, default=None, check=None, expected=""):
+        cur = self.data
+        for part in dotted.split("."):
+            if not isinstance(cur, dict) or part not in cur:
+                if required:
+                    raise TopologyError(self.path, dotted, f"missing; expected {expected or typ_name(typ)}")
+                return default
+            cur = cur[part]
+        ok = isinstance(cur, typ) and not (isinstance(cur, bool) and bool not in _as_tuple(typ))
+        if not ok:
+            raise TopologyError(self.path, dotted, f"expected {expected or typ_name(typ)}, got {_short(cur)}")
+        if isinstance(cur, float) and not math.isfinite(cur):  # TOML has inf and nan
+            raise TopologyError(self.path, dotted, f"expected a finite number, got {cur!r}")
+        if check is not None and not check(cur):
+            raise TopologyError(self.path, dotted, f"expected {expected}, got {_short(cur)}")
+        return cur
+
+
+def _short(v, limit: int = 80) -> str:
+    """A value for a one-line error: a 10**7-element list is not one line."""
+    if isinstance(v, (list, dict)) and len(v) > 8:
+        return f"{type(v).__name__} of {len(v)} entries"
+    text = repr(v)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _as_tuple(t):
+    return t if isinstance(t, tuple) else (t,)
+
+
+def typ_name(t) -> str:
+    names = {int: "an integer", float: "a number", str: "a string", list: "a list", dict: "a table"}
+    return " or ".join(names.get(x, x.__name__) for x in _as_tuple(t))
+
+
+NUM = (int, float)
+
+
+def parse(text: str, path: Path) -> Topology:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise TopologyError(path, "(syntax)", f"valid TOML ({e})") from None
+    r = _Reader(path, data)
+    pos = lambda v: v > 0
+    nonneg = lambda v: v >= 0
+    name = r.get("name", str)
+    guest_isa = r.get("guest_isa", str, check=lambda v: v in GUEST_ISAS, expected=" or ".join(GUEST_ISAS))
+    count = r.get("nodes.count", int, check=pos, expected="a positive integer")
+    cpn = r.get("nodes.cpus_per_node", int, check=pos, expected="a positive integer")
+    check_counts(path, guest_isa, count, cpn)  # before anything grows with them
+    mem = r.get("nodes.memory_mib", int, check=lambda v: v >= 16,
+                expected="an integer >= 16 (MiB per node; Linux needs room for its own structures)")
+    real = r.get("nodes.real_memory_gib", NUM, check=pos, expected="a positive number (GiB per node on the real machine)")
+    native_isa = r.get("native_isa", str)
+    kind = r.get("interconnect.kind", str, check=lambda v: v in ("torus", "sockets"), expected="'torus' or 'sockets'")
+    dims: tuple[int, ...] = ()
+    links: tuple[tuple[int, int], ...] = ()
+    if kind == "torus":
+        d = r.get("interconnect.dims", list, check=lambda v: 1 <= len(v) <= MAX_TORUS_DIMS and all(
+                      isinstance(x, int) and not isinstance(x, bool) and 0 < x <= count for x in v),
+                  expected=f"a list of 1 to {MAX_TORUS_DIMS} positive integers, each at most nodes.count = {count}, "
+                           f"e.g. [4, 8]")
+        dims = tuple(d)  # a few factors of at most `count` each: their product is cheap
+        if math.prod(dims) != count:
+            raise TopologyError(path, "interconnect.dims",
+                                f"dimensions whose product equals nodes.count = {count}, got {list(dims)} (= {math.prod(dims)})")
+        hops = torus_hops(dims)
+    else:
+        raw = r.get("interconnect.links", list, expected="a list of [a, b] socket pairs")
+        if len(raw) > count * (count - 1) // 2:
+            raise TopologyError(path, "interconnect.links",
+                                f"at most {count * (count - 1) // 2} links for {count} sockets (one per pair), "
+                                f"got {len(raw)}")
+        seen = []
+        for k, l in enumerate(raw):
+            if not (isinstance(l, list) and len(l) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in l)
+                    and all(0 <= x < count for x in l) and l[0] != l[1]):
+                raise TopologyError(path, f"interconnect.links[{k}]",
+                                    f"a pair of distinct socket numbers in 0..{count - 1}, got {_short(l)}")
+            seen.append((min(l), max(l)))
+        links = tuple(sorted(set(seen)))
+        hops = socket_hops(count, links)
+        for i, row in enumerate(hops):
+            if -1 in row:
+                raise TopologyError(path, "interconnect.links",
+                                    f"links connecting every socket; socket {row.index(-1)} cannot reach socket {i}")
+    local = r.get("memory.local_latency_ns", NUM, check=pos, expected="a positive number of ns")
+    hop = r.get("interconnect.hop_latency_ns", NUM, check=nonneg, expected="a non-negative number of ns")
+    mbw = r.get("memory.bandwidth_gbps", NUM, check=pos, expected="a positive number of GB/s")
+    lbw = r.get("interconnect.link_bandwidth_gbps", NUM, check=pos, expected="a positive number of GB/s")
+    check_distances(path, guest_isa, count, max(max(row) for row in hops), float(local), float(hop),
+                    float(mbw), float(lbw))
+    clock = r.get("cpu.clock_ghz", NUM, check=lambda v: MIN_CLOCK_GHZ <= v <= MAX_CLOCK_GHZ,
+                  expected=f"{MIN_CLOCK_GHZ:g} to {MAX_CLOCK_GHZ:g} GHz (our QEMU's per-vCPU clock takes 1 to "
+                           f"{QEMU_MAX_CYCLE_PS} ps per instruction)")
+    pause = r.get("cpu.pause_cycles", int, required=False, default=1,
+                  check=lambda v: 1 <= v <= QEMU_MAX_PAUSE_CYCLES,
+                  expected=f"a whole number of cycles from 1 to {QEMU_MAX_PAUSE_CYCLES} (1: no spin-wait hint)")
+    if guest_isa != "x86_64" and pause != 1:
+        # only the x86 PAUSE is priced (patch 0007): elsewhere the field would do nothing
+        raise TopologyError(path, "cpu.pause_cycles", f"1 on an {guest_isa} guest (its cpu_relax() has no PAUSE "
+                                                      f"to price), got {pause}")
+    caches = []
+    cache_tab = r.get("caches", dict, expected="a table of caches, e.g. [caches.l1d]")
+    for cname in cache_tab:
+        base = f"caches.{cname}"
+        size = r.get(f"{base}.size_kib", NUM, check=pos, expected="a positive size in KiB")
+        ways = r.get(f"{base}.ways", int, check=pos, expected="a positive integer")
+        line = r.get(f"{base}.line_bytes", int, check=lambda v: v > 0 and v & (v - 1) == 0, expected="a power of two")
+        lat = r.get(f"{base}.latency_cycles", int, check=nonneg, expected="a non-negative integer")
+        sets = size * 1024 / (ways * line)
+        if sets != int(sets) or sets < 1:
+            raise TopologyError(path, f"{base}.size_kib", f"a size that divides into {ways} ways of {line}-byte lines")
+        caches.append(Cache(cname, size, ways, line, lat))
+    sources = r.get("sources", list, check=lambda v: len(v) > 0 and all(isinstance(s, str) for s in v),
+                    expected="a non-empty list of citations for the figures")
+    return Topology(
+        name=name, path=path, text=text, description=r.get("description", str, required=False, default=""),
+        native_isa=native_isa, guest_isa=guest_isa, nodes=count, cpus_per_node=cpn,
+        memory_mib=mem, real_memory_gib=float(real), kind=kind, dims=dims, links=links,
+        local_latency_ns=float(local), hop_latency_ns=float(hop), memory_bandwidth_gbps=float(mbw),
+        link_bandwidth_gbps=float(lbw), clock_ghz=float(clock), caches=tuple(caches),
+        sources=tuple(sources), notes=r.get("notes", str, required=False, default=""), hops=hops,
+        disk=r.get("disk.model", str, required=False, default="", check=lambda v: v in _disk_names(),
+                   expected=f"a disk model of topologies/disks.toml ({', '.join(_disk_names())})"),
+        pause_cycles=int(pause), core=core_mod.parse(r, path, native_isa, TopologyError))
+
+
+@functools.lru_cache(maxsize=1)  # every topology load checks against it; the file is read once
+def _disk_names() -> tuple[str, ...]:
+    from topologies import disks
+    return tuple(sorted(disks.load_all()))
