@@ -2,13 +2,10 @@
 plain SQL, keeps the statements SQLite ran for it (the report prints them
 under the figure), and writes a PNG and an SVG of it into the report folder.
 The data functions are apart from the drawing, so tests can check the numbers
-without looking at pixels."""
+without looking at pixels. What every builder uses is in analysis/plot_kit.py."""
 from __future__ import annotations
 
-import contextlib
-import functools
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -19,71 +16,8 @@ import numpy as np  # noqa: E402
 
 import experiments  # noqa: E402
 import timing  # noqa: E402
-import topologies  # noqa: E402
-
-PANELS = 6  # runs per figure file: a big study gets several files, each still readable
-
-
-@dataclass
-class Figure:
-    name: str            # file stem in the report folder
-    title: str
-    caption: str
-    run_ids: list[int]
-    sql: list[str]       # the statements that produced its data, as SQLite ran them
-
-
-@contextlib.contextmanager
-def sql_log(con):
-    """Every distinct statement run on con inside the block, with its bound
-    values filled in: the caption shows what really ran, not a paraphrase."""
-    log: list[str] = []
-    con.set_trace_callback(lambda s: log.append(s) if s not in log else None)
-    try:
-        yield log
-    finally:
-        con.set_trace_callback(None)
-
-
-def id_list(ids) -> str:
-    return ", ".join(str(int(i)) for i in ids)
-
-
-def _batches(runs, n=PANELS):
-    return [runs[i:i + n] for i in range(0, len(runs), n)]
-
-
-def _save(fig, out: Path, name: str) -> None:
-    fig.savefig(out / f"{name}.png", dpi=100, bbox_inches="tight")
-    fig.savefig(out / f"{name}.svg", bbox_inches="tight", metadata={"Date": None})
-    plt.close(fig)
-
-
-def kernel_label(run) -> str:
-    return run["patch_set"] + ("" if run["kernel_flavor"] == "default" else f" ({run['kernel_flavor']})")
-
-
-@functools.lru_cache(maxsize=64)
-def _topology(name: str, text: str):
-    try:
-        return topologies.parse(text, Path(f"{name}.toml"))
-    except topologies.TopologyError:
-        return None  # a topology file this vmlab no longer accepts: hops unknown, not a crash
-
-
-def topology(run):
-    return _topology(run["topology"], run["topology_toml"])
-
-
-def hops_from_cpu(run) -> list[int] | None:
-    """Hops from the node of the CPU the run was pinned to (param cpu) to each
-    node, from the run's own topology; None when unpinned or unparsable."""
-    topo = topology(run)
-    cpu = json.loads(run["params_json"]).get("cpu")
-    if topo is None or not isinstance(cpu, int) or not 0 <= cpu < topo.cpus:
-        return None
-    return list(topo.hops[cpu // topo.cpus_per_node])
-
+from analysis.plot_kit import (Figure, batches, hops_from_cpu, id_list, kernel_colours,  # noqa: E402
+                               kernel_label, kernel_lines, lines, save, sql_log, topology)
 
 # --- memeater: guest ms per chunk, coloured by hops -------------------------------
 CHUNKS_SQL = ("SELECT run_id, cycle, chunk, wall_ms, main_node, swap_used_kib FROM chunk_times "
@@ -113,7 +47,7 @@ def chunk_series(con, runs) -> dict[int, dict]:
 
 def memeater_chunks(con, runs, out: Path) -> list[Figure]:
     figs = []
-    for part, batch in enumerate(_batches(runs), 1):
+    for part, batch in enumerate(batches(runs), 1):
         with sql_log(con) as log:
             series = chunk_series(con, batch)
         maxhop = max([h for s in series.values() for h in s["hops"] if h is not None], default=0)
@@ -153,7 +87,7 @@ def memeater_chunks(con, runs, out: Path) -> list[Figure]:
             ax.set_title(f"run {r['id']}: memeater on {r['topology']}, {kernel_label(r)}"
                          + ("" if hops_from_cpu(r) else " (unpinned: hops unknown)"), fontsize=10)
         fig.tight_layout()
-        _save(fig, out, name := f"fig-memeater-chunks-{part}")
+        save(fig, out, name := f"fig-memeater-chunks-{part}")
         figs.append(Figure(name, "memeater: guest time per chunk", (
             "Guest milliseconds to memset each chunk (guest clock), chunk after chunk over all cycles; colour: "
             "hops from the pinned CPU's node to the node that held most of the chunk's sampled pages (hop "
@@ -182,7 +116,7 @@ def free_matrix(rows, nodes: int) -> tuple[np.ndarray, list]:
 
 def memeater_free(con, runs, out: Path) -> list[Figure]:
     figs = []
-    for part, batch in enumerate(_batches(runs), 1):
+    for part, batch in enumerate(batches(runs), 1):
         with sql_log(con) as log:
             rows = con.execute(FREE_SQL.format(ids=id_list(r["id"] for r in batch))).fetchall()
         heights = [max(2.6, 0.2 * r["nodes"] + 1.4) for r in batch]
@@ -211,7 +145,7 @@ def memeater_free(con, runs, out: Path) -> list[Figure]:
             ax.set_title(f"run {r['id']}: free memory per node after each chunk, {r['topology']}, "
                          f"{kernel_label(r)}", fontsize=10)
         fig.tight_layout()
-        _save(fig, out, name := f"fig-memeater-free-{part}")
+        save(fig, out, name := f"fig-memeater-free-{part}")
         figs.append(Figure(name, "memeater: free memory per node", (
             "MemFree of every node after each chunk (node_free), nodes sorted by hops from the pinned CPU's "
             "node: memory fills the CPU's node first, then the nearer nodes."), [r["id"] for r in batch], log))
@@ -297,7 +231,7 @@ def latprobe(con, runs, out: Path) -> list[Figure]:
         else:
             ax.text(0.5, 0.5, "no records", transform=ax.transAxes, ha="center")
     fig.tight_layout()
-    _save(fig, out, "fig-latprobe")
+    save(fig, out, "fig-latprobe")
     ids = [i for t in data.values() for i in t["runs"]]
     return [Figure("fig-latprobe", "latprobe: latency and lock transfers by hops", (
         "Mean over the runs of each topology, per hop count. Solid: what the topology configures (local + hops x "
@@ -316,37 +250,6 @@ FORKSTORM_SQL = ("SELECT r.id AS run_id, r.cpus, r.topology, r.patch_set, r.kern
                  "AND m.name = 'forkstorm.jobs_per_min' WHERE r.id IN ({ids}) ORDER BY r.cpus, r.id")
 
 
-def lines(rows, x: str, y: str) -> dict[str, dict]:
-    """kernel -> {"runs": ids, "x": [...], "y": [mean y at each x]}."""
-    acc: dict[str, dict] = {}
-    for r in rows:
-        if r[y] is None or r[x] is None:
-            continue
-        k = acc.setdefault(kernel_label(r), {"runs": [], "pts": {}})
-        if r["run_id"] not in k["runs"]:
-            k["runs"].append(r["run_id"])
-        k["pts"].setdefault(r[x], []).append(r[y])
-    return {name: {"runs": k["runs"], "x": sorted(k["pts"]),
-                   "y": [sum(k["pts"][v]) / len(k["pts"][v]) for v in sorted(k["pts"])]} for name, k in acc.items()}
-
-
-def _colours(*by_kernel) -> dict[str, tuple]:
-    """One colour per kernel for the whole figure, so panels read alike."""
-    names = sorted(set().union(*by_kernel))
-    return {n: plt.get_cmap("tab10")(i % 10) for i, n in enumerate(names)}
-
-
-def _kernel_lines(ax, by_kernel, colours, marker="o") -> None:
-    for name, ln in sorted(by_kernel.items()):
-        runs = ", ".join(map(str, ln["runs"]))
-        ax.plot(ln["x"], ln["y"], marker=marker, color=colours[name],
-                label=f"{name} (run{'s' if len(ln['runs']) > 1 else ''} {runs})")
-    if by_kernel:
-        ax.legend(fontsize=8)
-    else:
-        ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center")
-
-
 def kvio(con, runs, out: Path) -> list[Figure]:
     with sql_log(con) as log:
         rows = con.execute(KVIO_SQL.format(ids=id_list(r["id"] for r in runs))).fetchall()
@@ -359,15 +262,15 @@ def kvio(con, runs, out: Path) -> list[Figure]:
     for ax in axes.flat[len(topos):]:
         ax.set_axis_off()
     per_topo = {t: lines([r for r in rows if r["topology"] == t], "io_frac", "ops_per_s") for t in topos}
-    colours = _colours(*per_topo.values())
+    colours = kernel_colours(*per_topo.values())
     for ax, t in zip(axes.flat, topos):
-        _kernel_lines(ax, per_topo[t], colours)
+        kernel_lines(ax, per_topo[t], colours)
         ax.set_xlabel("background IO level: dd writes (x guest RAM)")
         ax.set_ylabel("key-value ops/s (guest clock)")
         ax.set_ylim(bottom=0)
         ax.set_title(f"kvio on {t}", fontsize=10)
     fig.tight_layout()
-    _save(fig, out, "fig-kvio")
+    save(fig, out, "fig-kvio")
     return [Figure("fig-kvio", "kvio: throughput against background IO", (
         "Key-value store operations per second at each background-IO level (kvio_levels), one line per "
         "kernel; runs of the same kernel and level are averaged."), sorted({r["run_id"] for r in rows}), log)]
@@ -380,11 +283,11 @@ def forkstorm(con, runs, out: Path) -> list[Figure]:
     if not jobs and not locks:
         return []
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
-    colours = _colours(jobs, locks)
-    _kernel_lines(axes[0], jobs, colours)
+    colours = kernel_colours(jobs, locks)
+    kernel_lines(axes[0], jobs, colours)
     axes[0].set_ylabel("jobs per minute (guest clock)")
     axes[0].set_title("fork storm throughput", fontsize=10)
-    _kernel_lines(axes[1], locks, colours, marker="s")
+    kernel_lines(axes[1], locks, colours, marker="s")
     axes[1].set_ylabel("lock contentions (count; lock_stat, top classes)")
     axes[1].set_title("lock contention" + ("" if locks else " (needs --flavor lockstat)"), fontsize=10)
     # CPU count comes with the topology: name the machines under each count
@@ -396,7 +299,7 @@ def forkstorm(con, runs, out: Path) -> list[Figure]:
         ax.set_xticks(sorted(topos), ["\n".join([str(c), *sorted(topos[c])]) for c in sorted(topos)], fontsize=8)
         ax.set_ylim(bottom=0)
     fig.tight_layout()
-    _save(fig, out, "fig-forkstorm")
+    save(fig, out, "fig-forkstorm")
     return [Figure("fig-forkstorm", "forkstorm: throughput and lock contention against CPUs", (
         "Jobs per minute (metric forkstorm.jobs_per_min) and lock_stat contentions summed over the top classes "
         "the guest reported (repro_lockstat, phase 'run'; lockstat kernels only), one line per kernel; runs of "

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from analysis import compare, db, plots
+from analysis import compare, db, plot_kit, plots
 
 # Runs that agree on these and differ in patch_set form one kernel comparison.
 GROUP = ("topology_sha256", "experiment", "params_json", "seed", "kernel_flavor", "timing_mode")
@@ -122,14 +122,14 @@ def _sql(stmts) -> str:
 
 
 def runs_section(con, ids, study) -> str:
-    sql = RUNS_SQL.format(ids=plots.id_list(ids), study=f" AND s.study_id = {int(study['id'])}" if study else "")
+    sql = RUNS_SQL.format(ids=plot_kit.id_list(ids), study=f" AND s.study_id = {int(study['id'])}" if study else "")
     rows = con.execute(sql).fetchall()
     ok = sum(r["status"] == "ok" for r in rows)
     head = ("run", "status", "topology", "experiment", "patch set", "timing", "wall s", "executed on", "host",
             "reason")
     body = "".join(
         f"<tr class={e(r['status'])}>" + _cell(r["id"], True) + _cell(r["status"]) + _cell(r["topology"])
-        + _cell(r["experiment"]) + _cell(plots.kernel_label(r)) + _cell(r["timing_mode"]) + _cell(r["wall_s"], True)
+        + _cell(r["experiment"]) + _cell(plot_kit.kernel_label(r)) + _cell(r["timing_mode"]) + _cell(r["wall_s"], True)
         + _cell(r["executed_on"]) + _cell(r["host"]) + _cell(r["reason"]) + "</tr>" for r in rows)
     return (f"<h2>Runs</h2><p>{len(rows)} runs, {ok} ok; only ok runs are drawn. <i>executed on</i>: the worker "
             "the study ran it on (study_runs.executed_on); <i>host</i>: the machine that ran QEMU (runs.host).</p>"
@@ -137,7 +137,7 @@ def runs_section(con, ids, study) -> str:
             f"<details><summary>SQL</summary>{_sql([sql])}</details>")
 
 
-def figure_html(n: int, f: plots.Figure) -> str:
+def figure_html(n: int, f: plot_kit.Figure) -> str:
     return (f"<figure id={e(f.name)}><img src=\"{e(f.name)}.png\" alt=\"{e(f.title)}\">"
             f"<figcaption><b>Figure {n}.</b> {e(f.title)}. {e(f.caption)} "
             f"Runs: {', '.join(map(str, f.run_ids))}. <a href=\"{e(f.name)}.svg\">SVG</a>"
@@ -148,7 +148,7 @@ def compare_html(con, n: int, group) -> str:
     """compare-kernels for one group, as compare.render computes it: one row
     per figure of compare.figures, % against the first run (compare.pct)."""
     ids = [r["id"] for r in group]
-    with plots.sql_log(con) as log:
+    with plot_kit.sql_log(con) as log:
         figs = [compare.figures(con, i) for i in ids]
     r0 = group[0]
     head = "<th>figure</th>" + "".join(
@@ -212,7 +212,7 @@ def write(con, db_path, study, ids: list[int], out: Path) -> Path:
     for old in out.glob("fig-*"):
         if old.suffix in (".png", ".svg"):
             old.unlink()  # a figure of an earlier report that no longer applies must not linger
-    runs = con.execute(f"SELECT * FROM runs WHERE id IN ({plots.id_list(ids)}) ORDER BY id").fetchall()
+    runs = con.execute(f"SELECT * FROM runs WHERE id IN ({plot_kit.id_list(ids)}) ORDER BY id").fetchall()
     notes = []
     if study is not None:
         waiting = con.execute("SELECT status, COUNT(*) FROM study_runs WHERE study_id = ? AND run_id IS NULL "

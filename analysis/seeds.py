@@ -6,156 +6,22 @@ compare-kernels and the seed print it), then the seed's PUBLISHED figures
 for the kernels ours stand for, with their % for the same pair, and a line
 that says whether our direction is the seed's. Our machines are scaled down,
 so ratios are what compare, not sizes. The rows and how our runs give them
-are in analysis/seed_tables.py."""
+are in analysis/seed_tables.py; which runs, in analysis/seed_runs.py."""
 from __future__ import annotations
 
-import argparse
 import json
 import sqlite3
 import statistics
 import sys
-import tomllib
-from pathlib import Path
 
-from analysis import db, studyfile
+from analysis import db
 from analysis.compare import _fmt, pct
+from analysis.seed_kit import Reading, Row, run_of
 from analysis.seed_published import PUBLISHED, Pub
-from analysis.seed_tables import SEEDS, Row, forget, run_of
+from analysis.seed_runs import SeedError, column, disk, failed_runs, seed_of, select_runs
+from analysis.seed_tables import SEEDS
 
-REPO = Path(__file__).resolve().parent.parent
-SEEDS_STUDY = REPO / "studies" / "seeds.toml"
 FLAT = 0.01  # a change under 1 % shows no direction
-
-
-class SeedError(ValueError):
-    """Bad input: one line."""
-
-
-# --- which runs ---------------------------------------------------------------------------
-def seed_of(seed: str):
-    if seed not in SEEDS:
-        raise SeedError(f"unknown seed {seed!r} (the seeds: {' '.join(SEEDS)})")
-    return SEEDS[seed]
-
-
-def blocks(toml_text: str, seed: str) -> list[dict]:
-    """The seed's [[matrix]] blocks of a study file: the one named after it and
-    any named "<seed>-..." (004's zone_reclaim_mode=5 runs on vanilla only),
-    read as the study runner reads them (analysis/studyfile.py: the top
-    level's axes, params and repeats under each block's own); [] if none, or
-    if the text is no study file the runner would take."""
-    try:
-        gs = studyfile.groups("study file", tomllib.loads(toml_text))
-    except (tomllib.TOMLDecodeError, ValueError):
-        return []
-    return [g for g in gs if g["name"] is not None
-            and (str(g["name"]) == seed or str(g["name"]).startswith(seed + "-"))]
-
-
-def block_names(toml_text: str, seed: str) -> list[str]:
-    return [str(g["name"]) for g in blocks(toml_text, seed)]
-
-
-def _axis(block: dict, name: str) -> list:
-    v = block.get("axes", {}).get(name)
-    return [] if v is None else [Path(str(x)).stem if str(x).endswith(".toml") else str(x)
-                                 for x in (v if isinstance(v, list) else [v])]
-
-
-def _params_match(block: dict, r) -> bool:
-    """The run has the parameters the seed's block sets (a list there: one of them)."""
-    have = json.loads(r["params_json"])
-    same = lambda a, b: a == b or (isinstance(a, (int, float)) and isinstance(b, (int, float)) and  # noqa: E731
-                                   float(a) == float(b))
-    return all(any(same(have.get(k), x) for x in (v if isinstance(v, list) else [v]))
-               for k, v in block.get("params", {}).items())
-
-
-def _column(s, r) -> tuple:
-    """A column, in display order: the machine (when the seed varies it), flavor and timing mode, then the
-    kernel (the seed's order first)."""
-    rank = list(dict.fromkeys(["vanilla", *s.stands_for]))  # vanilla 6.1 first: the % are against it
-    have = json.loads(r["params_json"]) if s.param_columns else {}
-    # a parameter that differs from the kernel's own setting is part of the column (004: zone_reclaim_mode=5)
-    own = tuple(f"{n}={have[n]}" for n in s.param_columns if have.get(n, "kernel") != "kernel")
-    kern = (rank.index(r["patch_set"]) if r["patch_set"] in rank else len(rank), r["patch_set"], own)
-    machine = (r["cpus"], r["nodes"], r["topology"], _disk(r)) if s.by_machine else ()
-    return (machine, r["kernel_flavor"] != "default", r["kernel_flavor"], r["timing_mode"] != "off",
-            r["timing_mode"], kern)
-
-
-def _disk(r) -> str:
-    """A run's disk model by name ("cheetah-15k4: 5500/6000 us ..." -> cheetah-15k4); '' if none."""
-    return (r["disk_model"] or "").split(":")[0]
-
-
-def _matching(con, seed: str, study_id: int | None, status: str) -> list:
-    """Runs of the seed's experiment with this status, on the machines and
-    parameters of the seed's blocks: in a study, those its seed blocks asked
-    for; else, per run key, the newest (a repeat has its own key)."""
-    s = seed_of(seed)
-    ours = blocks(SEEDS_STUDY.read_text(), seed) if SEEDS_STUDY.exists() else []
-    if study_id is None:
-        bs = ours or [{}]
-        latest: dict = {}
-        for r in con.execute("SELECT * FROM runs WHERE experiment = ? AND status = ? ORDER BY id DESC",
-                             (s.experiment, status)):
-            if (r["run_key"] or r["id"]) not in latest and any(
-                    (not _axis(b, "topology") or r["topology"] in _axis(b, "topology")) and _params_match(b, r)
-                    for b in bs):
-                latest[r["run_key"] or r["id"]] = r
-        return list(latest.values())
-    st = con.execute("SELECT toml FROM studies WHERE id = ?", (study_id,)).fetchone()
-    if st is None:
-        raise SeedError(f"no study {study_id} in the database")
-    theirs = blocks(st["toml"], seed)
-    by_name = {str(b["name"]): b for b in theirs or ours}  # a study without the seed's blocks: ours
-    bs = theirs or ours or [{}]
-    out = []
-    for r in con.execute("SELECT r.*, s.axes_json FROM study_runs s JOIN runs r ON r.id = s.run_id "
-                         "WHERE s.study_id = ? AND r.status = ? AND r.experiment = ? ORDER BY r.id",
-                         (study_id, status, s.experiment)):
-        axes = json.loads(r["axes_json"])
-        if theirs and "block" in axes:  # the block that asked for the run, if it is one of the seed's
-            if axes["block"] not in by_name:
-                continue
-            mine = [by_name[axes["block"]]]
-        else:
-            mine = bs
-        if any(all(not _axis(b, k) or str(axes.get(k, r[col])) in _axis(b, k)
-                   for k, col in (("topology", "topology"), ("kernel", "patch_set"))) for b in mine):
-            out.append(r)
-    return out
-
-
-def select_runs(con, seed: str, study_id: int | None = None) -> list[int]:
-    """The latest ok runs per column among runs of the seed's experiment and
-    machines (as many per column as its block repeats), or exactly the ok
-    runs of the seed's blocks in a study."""
-    s = seed_of(seed)
-    ours = blocks(SEEDS_STUDY.read_text(), seed) if SEEDS_STUDY.exists() else []
-    picked = _matching(con, seed, study_id, "ok")
-    if study_id is None:
-        cols: dict = {}
-        for r in picked:
-            cols.setdefault(_column(s, r), []).append(r)
-        reps = max(int(b.get("repeats", 1)) for b in ours or [{}])
-        picked = [r for c in cols.values() for r in c[:reps]]
-    if not picked:
-        where = f"study {study_id}" if study_id is not None else "the database"
-        topos = "/".join(dict.fromkeys(t for b in (ours or [{}]) for t in _axis(b, "topology"))) or "any machine"
-        raise SeedError(f"seed {seed}: no ok {s.experiment} runs on {topos} in {where} (run ./run.py seeds {seed})")
-    return [r["id"] for r in sorted(picked, key=lambda r: (_column(s, r), r["id"]))]
-
-
-def failed_runs(con, seed: str, study_id: int | None = None, ok_ids: list[int] | None = None) -> list:
-    """The seed's runs that failed (a guest that panicked, hung, or whose
-    reproducer died: e.g. OOM-killed) and have no ok run of the same key:
-    a kernel missing from a column is said, with the reason, not hidden.
-    ok_ids: the ok runs already selected (select_runs), so they are not looked up again."""
-    ok_rows = ([run_of(con, i) for i in ok_ids] if ok_ids is not None else _matching(con, seed, study_id, "ok"))
-    ok = {r["run_key"] for r in ok_rows if r["run_key"]}
-    return [r for r in _matching(con, seed, study_id, "failed") if not r["run_key"] or r["run_key"] not in ok]
 
 
 # --- the table ----------------------------------------------------------------------------
@@ -208,13 +74,9 @@ def _grid(heads: list[list[str]], rows: list[list[str]]) -> list[str]:
 
 def render(con, seed: str, run_ids: list[int], failed: list = ()) -> str:
     s = seed_of(seed)
-    forget()
-    try:
-        text = _render(con, s, run_ids)
-    finally:
-        forget()
+    text = _render(Reading(con), s, run_ids)
     lines = [f"failed, not in the table: run {r['id']} ({r['patch_set']} on {r['topology']}"
-             f"{', ' + _disk(r) if _disk(r) else ''}): {r['reason']}"
+             f"{', ' + disk(r) if disk(r) else ''}): {r['reason']}"
              + (f"; the guest's OOM killer killed {n:g} process{'es' * (n != 1)}" if (n := _oom_kills(con, r['id']))
                 else "") for r in failed]
     return text + ("\n" + "\n".join(lines) + "\n" if lines else "")
@@ -241,8 +103,8 @@ def _same(s, r, col):
 def _render(con, s, run_ids) -> str:
     runs = [run_of(con, i) for i in run_ids]
     cols: dict = {}
-    for r in sorted(runs, key=lambda r: (_column(s, r), r["id"])):
-        cols.setdefault(_column(s, r), []).append(r)
+    for r in sorted(runs, key=lambda r: (column(s, r), r["id"])):
+        cols.setdefault(column(s, r), []).append(r)
     keys = list(cols)
     # % against the first kernel on the same machine, flavor and timing: runs that differ only in the kernel
     base = {k: next(b for b in keys if b[:5] == k[:5]) for k in keys}
@@ -369,46 +231,33 @@ def _direction(s, h, row: Row, ours: dict, keys, base, pub: dict) -> list[str]:
     return out
 
 
-# --- CLI ----------------------------------------------------------------------------------
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # bad input is one line and exit 2, as everywhere in vmlab
-        print(f"error: {self.prog}: {message}", file=sys.stderr)
-        raise SystemExit(2)
-
-
-def main(argv: list[str]) -> int:
-    p = _Parser(prog="./run.py seeds", description=(
-        "Print each seed's own table from the database: its rows and units, a column per kernel with % against "
-        "the first, and the seed's published figures and % beside ours."))
-    p.add_argument("seeds", nargs="*", metavar="SEED", help=f"{' '.join(SEEDS)} (default: all five)")
-    p.add_argument("--db", default="results.db", help="results database (default ./results.db)")
-    p.add_argument("--study", type=int, metavar="N", help="exactly the runs of study N's seed groups")
+# --- ./run.py seeds --table-only (pipeline/seedscli.py parses the command) ----------------
+def print_tables(dbpath: str, seeds: list[str], study: int | None = None) -> int:
+    """Print the tables of the seeds named (none: all five; those without
+    runs are then one error line), over the runs of study `study` or else
+    the latest; bad input is one line on stderr and 2."""
     try:
-        a = p.parse_args(argv)
-    except SystemExit as x:
-        return int(x.code or 0)
-    try:
-        wanted = [seed_of(x).id for x in a.seeds] or list(SEEDS)
-        con = db.connect(a.db, readonly=True)
+        wanted = [seed_of(x).id for x in seeds] or list(SEEDS)
+        con = db.connect(dbpath, readonly=True)
         picked, missing = {}, []
         for x in wanted:  # every seed checked before anything prints
             try:
-                picked[x] = select_runs(con, x, a.study)
+                picked[x] = select_runs(con, x, study)
             except SeedError as err:
-                if a.seeds or "no study" in str(err):
+                if seeds or "no study" in str(err):
                     raise
                 missing.append(x)
         if missing:
             raise SeedError(f"no ok runs for seed{'s' * (len(missing) > 1)} {' '.join(missing)} in "
-                            + (f"study {a.study}" if a.study is not None else a.db)
+                            + (f"study {study}" if study is not None else dbpath)
                             + (f"; name the seeds that have runs ({' '.join(picked)})" if picked else
                                " (run ./run.py seeds)"))
-        text = "\n\n".join(render(con, x, ids, failed_runs(con, x, a.study, ids)) for x, ids in picked.items())
+        text = "\n\n".join(render(con, x, ids, failed_runs(con, x, study, ids)) for x, ids in picked.items())
     except (SeedError, db.SchemaError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except sqlite3.DatabaseError as err:
-        print(f"error: {a.db}: {err}", file=sys.stderr)
+        print(f"error: {dbpath}: {err}", file=sys.stderr)
         return 2
     print(text, end="")
     return 0

@@ -12,31 +12,34 @@ REPO = Path(__file__).resolve().parent.parent
 SEEDS_STUDY = REPO / "studies" / "seeds.toml"
 
 
-def main(argv: list[str]) -> int:
-    from pipeline import studycli
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="./run.py seeds", description=(
         "Run the seeds' reproducers with their kernels (studies/seeds.toml) and print each seed's table: "
         "the seed's rows and units, a column per kernel with % against the first, and the seed's published "
         "figures beside ours."))
     p.add_argument("seeds", nargs="*", help="000 001 002 003 004 (default: all five)")
-    p.add_argument("--db", default="results.db")
+    p.add_argument("--db", default="results.db", help="results database (default ./results.db)")
     p.add_argument("--workers", type=int, default=None, help="local pool size (default: one per core)")
     p.add_argument("--dask", metavar="ADDRESS", help="run on an existing Dask cluster")
     p.add_argument("--topology", action="append", metavar="NAME",
                    help="run only the blocks' runs on this machine (repeatable), e.g. the x86 columns again after "
                         "an engine change; the tables still show every ok run of the study")
     p.add_argument("--table-only", action="store_true", help="print the tables from the database; run nothing")
-    a = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str]) -> int:
+    from pipeline import studycli
+    a = parser().parse_args(argv)
     dbpath = Path(a.db).resolve()
-    args = [*a.seeds, "--db", str(dbpath)]
-    from analysis import seeds
+    from analysis import seed_runs, seeds
+    sid = None
     if not a.table_only:
         # a seed's blocks: "004" and any "004-..." (runs that are not a kernel x machine product)
-        groups = [n for sd in a.seeds for n in seeds.block_names(SEEDS_STUDY.read_text(), sd)] or None
+        groups = [n for sd in a.seeds for n in seed_runs.block_names(SEEDS_STUDY.read_text(), sd)] or None
         if a.seeds and not groups:
             print(f"error: studies/seeds.toml: no [[matrix]] block for seed(s) {' '.join(a.seeds)}", file=sys.stderr)
             return 2
         sid, _ = studycli.run(SEEDS_STUDY, dbpath, groups=groups, workers=a.workers, dask=a.dask, report=False,
                               topologies=a.topology)
-        args += ["--study", str(sid)]
-    return seeds.main(args)
+    return seeds.print_tables(str(dbpath), a.seeds, sid)

@@ -3,7 +3,7 @@ import sqlite3
 import pytest
 
 import topologies as T
-from analysis import db
+from analysis import db, schema
 from experiments import records as R
 from tests.runrows import run_end, run_start
 
@@ -21,7 +21,7 @@ def test_fresh_database_gets_current_schema(tmp_path):
 def test_migration_from_version_1_keeps_rows(tmp_path):
     path = tmp_path / "old.db"
     con = sqlite3.connect(path)
-    con.executescript(db.MIGRATIONS[0] + "PRAGMA user_version = 1;")
+    con.executescript(schema.MIGRATIONS[0] + "PRAGMA user_version = 1;")
     con.execute("INSERT INTO runs (status, started_at, host, topology, topology_sha256, topology_toml, topology_shape,"
                 " nodes, cpus, memory_mib_per_node, scale, native_isa, guest_isa, experiment, params_json, kernel_arch,"
                 " patch_set, kernel_flavor, engine, engine_version, qemu_mode, timing_mode, seed, command_line,"

@@ -13,7 +13,7 @@ import pytest
 
 import timing
 import topologies as T
-from analysis import db, plots, report
+from analysis import db, plot_kit, plots, report
 from experiments import records as R
 from analysis.rows import insert
 from experiments import facts
@@ -252,7 +252,7 @@ def test_chunk_hops_come_from_the_runs_topology(built):
     assert s["hops"] == [hops[n] for n in mains] and set(s["hops"]) == {0, 1, 2}
     assert s["cycle_starts"] == [0, 16, 32] and s["seq"] == list(range(48))
     # unpinned (cpu -1): no CPU node, so no hops rather than wrong ones
-    assert plots.hops_from_cpu({**dict(runs[0]), "params_json": '{"cpu": -1}'}) is None
+    assert plot_kit.hops_from_cpu({**dict(runs[0]), "params_json": '{"cpu": -1}'}) is None
 
 
 def test_latency_lines_per_topology(built):
@@ -274,8 +274,8 @@ def test_forkstorm_lines_per_kernel_against_cpus(built):
     tmp, ids, _ = built
     con = db.connect(tmp / "r.db", readonly=True)
     fork = [v for k, v in ids.items() if k.startswith("fork_")]
-    rows = con.execute(plots.FORKSTORM_SQL.format(ids=plots.id_list(fork))).fetchall()
-    jobs, locks = plots.lines(rows, "cpus", "jobs_per_min"), plots.lines(rows, "cpus", "contentions")
+    rows = con.execute(plots.FORKSTORM_SQL.format(ids=plot_kit.id_list(fork))).fetchall()
+    jobs, locks = plot_kit.lines(rows, "cpus", "jobs_per_min"), plot_kit.lines(rows, "cpus", "contentions")
     assert jobs["vanilla"]["x"] == [4, 8, 16] and jobs["vanilla"]["y"] == [240, 480, 960]
     assert jobs["rmap-lock-blocking (lockstat)"]["y"] == [280, 560, 1120]
     # contentions: the two classes of each run's lockstat record, summed; none without LOCK_STAT

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import topologies as T
-from analysis import compare, db, seed_tables, seeds
+from analysis import compare, db, seed_runs, seed_tables, seeds
 from analysis.rows import insert
 from tests.e2e import REPO
 from tests.test_report import rec, store
@@ -230,7 +230,7 @@ def cells(text: str, name: str) -> list[str]:
 
 def study_tables(built) -> dict[str, str]:
     path, ids, con = built
-    return {s: table(con, s, seeds.select_runs(con, s, ids["study"])) for s in seeds.SEEDS}
+    return {s: table(con, s, seed_runs.select_runs(con, s, ids["study"])) for s in seeds.SEEDS}
 
 
 def test_each_seed_table_has_the_seeds_rows_and_units(built):
@@ -240,12 +240,11 @@ def test_each_seed_table_has_the_seeds_rows_and_units(built):
         text = texts[sid]
         assert text.startswith(f"seed {sid}: ") and s.doc in text
         for t in s.tables:
-            rows = t.rows if isinstance(t.rows, tuple) else t.rows(con, seeds.select_runs(con, sid, ids["study"]))
+            rows = t.rows if isinstance(t.rows, tuple) else t.rows(con, seed_runs.select_runs(con, sid, ids["study"]))
             for row in rows:
                 shown = f"{row.name} [{row.unit}]" in text
                 listed = re.search(r"^not (measured by us|in these runs \(.*?\)): .*" + re.escape(row.name), text, re.M)
-                run_ids = seeds.select_runs(con, sid, ids["study"])
-                seed_tables.forget()
+                run_ids = seed_runs.select_runs(con, sid, ids["study"])
                 blank = row.value and all(row.value(con, r) is None for r in run_ids)  # e.g. a hop no chunk landed at
                 assert shown or listed or (blank and not seeds.PUBLISHED.get(sid, {}).get(row.key)), (sid, row.name)
                 pub = seeds.PUBLISHED.get(sid, {}).get(row.key, {})
@@ -263,7 +262,7 @@ def test_each_seed_table_has_the_seeds_rows_and_units(built):
 
 def test_percent_against_the_first_kernel(built):
     path, ids, con = built
-    text = table(con, "001", seeds.select_runs(con, "001", ids["study"]))
+    text = table(con, "001", seed_runs.select_runs(con, "001", ids["study"]))
     head = cells(text, "row")
     assert head[1:4] == ["vanilla", "scan-balance-3.9", "%"]
     row = cells(text, "Ops memcachetest-4246M")
@@ -274,7 +273,7 @@ def test_percent_against_the_first_kernel(built):
     assert cells(text, "Page writes file")[1:4] == ["400", "1800", "+350.00%"]  # nr_vmscan_write - pswpout
     assert "Page writes file-<level>M" in re.search(r"^not measured by us: .*", text, re.M).group(0)
     # 002: columns are kernel x machine, each % against the first kernel on the same machine
-    fork = table(con, "002", seeds.select_runs(con, "002", ids["study"]))
+    fork = table(con, "002", seed_runs.select_runs(con, "002", ids["study"]))
     assert cells(fork, "row")[1:7] == ["vanilla (lockstat)", "rmap-lock-blocking (lockstat)", "%"] * 2
     machines = next(x for x in fork.splitlines() if x.startswith("machine "))
     assert re.split(r"\s{2,}", machines.strip()) == ["machine", "x86-2s-small, 4 CPUs", "x86-2s, 8 CPUs"]
@@ -334,7 +333,7 @@ def test_published_figures_are_the_seed_documents(built):
     assert [k for k, by_col in seeds.PUBLISHED["004"].items() if "Tru64 patched (May 2005)" in by_col] == ["touched"]
     # ... and in the table, beside ours, with the % for the same kernel pair
     path, ids, con = built
-    text = table(con, "001", seeds.select_runs(con, "001", ids["study"]))
+    text = table(con, "001", seed_runs.select_runs(con, "001", ids["study"]))
     assert cells(text, "row")[4:] == ["seed: limitprio-v1r8", "seed: vanilla", "%"]
     assert cells(text, "Ops memcachetest-4246M")[4:] == ["12619", "2355", "-81.34%"]
     assert cells(text, "Kswapd efficiency")[4:] == ["0", "10", "new"]
@@ -342,15 +341,15 @@ def test_published_figures_are_the_seed_documents(built):
 
 def test_repeats_give_mean_and_spread(built):
     path, ids, con = built
-    run_ids = seeds.select_runs(con, "003", ids["study"])
+    run_ids = seed_runs.select_runs(con, "003", ids["study"])
     assert len(run_ids) == 6 and ids["q_oom"] not in run_ids
-    failed = seeds.failed_runs(con, "003", ids["study"])
+    failed = seed_runs.failed_runs(con, "003", ids["study"])
     assert [r["id"] for r in failed] == [ids["q_oom"]]
-    assert [r["id"] for r in seeds.failed_runs(con, "003", ids["study"], run_ids)] == [ids["q_oom"]]
+    assert [r["id"] for r in seed_runs.failed_runs(con, "003", ids["study"], run_ids)] == [ids["q_oom"]]
     text = seeds.render(con, "003", run_ids, failed)
     assert (f"failed, not in the table: run {ids['q_oom']} (allocators-reclaim on gs1280-8): experiment exited "
             "with status 1; the guest's OOM killer killed 1 process") in text
-    assert seeds.failed_runs(con, "001", ids["study"]) == []  # 001's failed run is outside the study
+    assert seed_runs.failed_runs(con, "001", ids["study"]) == []  # 001's failed run is outside the study
     assert cells(text, "elapsed")[1:] == ["12 (10-14)", "18 (15-21)", "+50.00%",
                                           "229.60 (197.94-247.94)", "226.87 (201.65-240.86)", "-1.19%"]
     # summed over the repeats, as the seed read kswapd's time once after its three runs
@@ -371,7 +370,7 @@ def test_direction_line_follows_our_data(built):
     flipped = table(con, "001", [ids["k_van"], ids["k_flip"]])
     assert re.search(r"^direction, ops/s at the top IO level: ours \+10\.00% .*: OPPOSITE to the seed$", flipped, re.M)
     # 002: the seed published one side only; its claim gives the direction
-    fork = table(con, "002", seeds.select_runs(con, "002", ids["study"]))
+    fork = table(con, "002", seed_runs.select_runs(con, "002", ids["study"]))
     assert "direction, system time: ours +41.67% vanilla (lockstat)→rmap-lock-blocking (lockstat) at 8 CPUs " \
            "(x86-2s); seed: no figure for both sides; it says the trylock lowers it: same direction as the seed" in fork
     # the claim is about the period set -> the fix: a fall is the seed's way (2026-11-25 the
@@ -384,7 +383,7 @@ def test_direction_line_follows_our_data(built):
     f2 = table(con, "002", [ids["f_van_8"], ids["f_flip"]])
     assert re.search(r"^direction, system time: ours -33\.33% .*: OPPOSITE to the seed$", f2, re.M)
     # 004: computed from the chunks: nothing swapped on vanilla (all 4 nodes' worth touched), 1.5 on zone-reclaim-auto
-    mem = table(con, "004", seeds.select_runs(con, "004", ids["study"]))
+    mem = table(con, "004", seed_runs.select_runs(con, "004", ids["study"]))
     # columns: vanilla, vanilla with zone_reclaim_mode=5 (a parameter column), zone-reclaim-auto
     assert cells(mem, "row")[1:6] == ["vanilla", "vanilla, zone_reclaim_mode=5", "%", "zone-reclaim-auto", "%"]
     assert "WARNING" not in mem  # the parameter column differs on purpose
@@ -398,8 +397,8 @@ def test_direction_line_follows_our_data(built):
     assert mem.count("direction, ") == 2  # each against vanilla; no pair twice
     ours = mem.splitlines()[1]  # "ours: ... run N; ...": only the runs the seed's blocks asked for
     assert re.search(rf"\b{ids['e_zrm5']}\b", ours) and not re.search(rf"\b{ids['e_other']}\b", ours)
-    assert seeds.block_names(STUDY_TOML, "004") == ["004", "004-zone-reclaim-5"]
-    assert seeds.block_names(STUDY_TOML, "00") == []
+    assert seed_runs.block_names(STUDY_TOML, "004") == ["004", "004-zone-reclaim-5"]
+    assert seed_runs.block_names(STUDY_TOML, "00") == []
     assert "direction, memory touched before swapping began: ours -62.50% vanilla→zone-reclaim-auto" in mem
     assert "same direction as the seed" in mem
 
@@ -412,12 +411,12 @@ def test_a_seeds_blocks_are_the_blocks_the_study_runner_reads():
     text = ('name = "x"\nrepeats = 2\n[params]\nswap = "none"\n[axes]\nkernel = ["vanilla"]\n'
             '[[matrix]]\nname = "001"\naxes.topology = ["x86-2s"]\n[[matrix]]\nname = "001-b"\nrepeats = 1\n'
             '[[matrix]]\nname = "0011"\n')
-    got = seeds.blocks(text, "001")
+    got = seed_runs.blocks(text, "001")
     assert [g["name"] for g in got] == ["001", "001-b"] and [g["repeats"] for g in got] == [2, 1]
     assert got[0]["axes"] == {"kernel": ["vanilla"], "topology": ["x86-2s"]} and got[0]["params"] == {"swap": "none"}
     assert got == [g for g in study._groups(Path("x.toml"), tomllib.loads(text)) if g["name"] in ("001", "001-b")]
-    assert seeds.blocks('name = "x"\nbogus = 1\n[[matrix]]\nname = "001"\n', "001") == []
-    assert seeds.blocks("not [toml", "001") == []
+    assert seed_runs.blocks('name = "x"\nbogus = 1\n[[matrix]]\nname = "001"\n', "001") == []
+    assert seed_runs.blocks("not [toml", "001") == []
 
 
 def test_timing_and_lockstat_rows_only_when_the_runs_have_them(built):
@@ -434,7 +433,7 @@ def test_timing_and_lockstat_rows_only_when_the_runs_have_them(built):
     assert cells(timed, "anon_vma lock wait")[1:3] == ["9", "9"] and cells(timed, "pte lock wait")[1:3] == ["1.50"] * 2
     assert (f"top kernel symbols by modeled stall, run {ids['f_timed']} (rmap-lock-blocking, 8 CPUs): "
             "native_queued_spin_lock_slowpath 60.0 %, _raw_spin_lock 15.0 %, clear_page_erms 15.0 %") in timed
-    untimed = table(con, "000", seeds.select_runs(con, "000", ids["study"]))
+    untimed = table(con, "000", seed_runs.select_runs(con, "000", ids["study"]))
     assert re.search(r"^not in these runs \(needs --timing detailed.*\): refill_inactive_scan", untimed, re.M)
     # vanilla 6.1 stands for no seed column: the seed's % are against its first published kernel (2.4.9)
     assert cells(untimed, "kswapd CPU, busiest node over the run")[1:] == ["30", "95", "+216.67%", "40", "+33.33%",
@@ -451,41 +450,40 @@ def test_default_selection_latest_ok_runs_per_column(built, tmp_path, monkeypatc
     path, ids, con = built
     study = tmp_path / "seeds.toml"
     study.write_text(STUDY_TOML)
-    monkeypatch.setattr(seeds, "SEEDS_STUDY", study)
+    monkeypatch.setattr(seed_runs, "SEEDS_STUDY", study)
     # kvio: the newest ok run per kernel with the block's parameters; the failed one is skipped
-    assert seeds.select_runs(con, "001") == [ids["k_van"], ids["k_flip"]]
-    assert len(seeds.select_runs(con, "003")) == 6          # the block's three repeats per kernel
-    fork = seeds.select_runs(con, "002")                    # kernel x machine x flavor x timing
+    assert seed_runs.select_runs(con, "001") == [ids["k_van"], ids["k_flip"]]
+    assert len(seed_runs.select_runs(con, "003")) == 6          # the block's three repeats per kernel
+    fork = seed_runs.select_runs(con, "002")                    # kernel x machine x flavor x timing
     assert ids["f_timed"] in fork and ids["f_flip"] in fork and ids["f_rb_8"] not in fork
 
 
 def test_cli_prints_the_tables_and_bad_input_is_one_line(built, capsys, tmp_path, monkeypatch):
     path, ids, con = built
-    assert seeds.main(["001", "003", "--db", str(path), "--study", str(ids["study"])]) == 0
+    assert seeds.print_tables(str(path), ["001", "003"], ids["study"]) == 0
     out = capsys.readouterr().out
     assert out.count("\nseed ") + out.startswith("seed ") == 2 and "seed 003:" in out
 
-    def bad(args) -> str:
-        assert seeds.main(args) == 2
+    def bad(dbpath, wanted=(), study=None) -> str:
+        assert seeds.print_tables(str(dbpath), list(wanted), study) == 2
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and err.startswith("error: "), err
         return err
 
-    assert "unknown seed '007'" in bad(["007", "--db", str(path)])
-    assert "no study 99" in bad(["001", "--db", str(path), "--study", "99"])
-    assert "no results database" in bad(["--db", str(tmp_path / "none.db")])
+    assert "unknown seed '007'" in bad(path, ["007"])
+    assert "no study 99" in bad(path, ["001"], 99)
+    assert "no results database" in bad(tmp_path / "none.db")
     empty = tmp_path / "empty.db"
     db.connect(empty).close()
-    assert "seed 000: no ok mlockchurn runs" in bad(["000", "--db", str(empty)])
-    assert "--study: invalid int value" in bad(["--study", "x"])
+    assert "seed 000: no ok mlockchurn runs" in bad(empty, ["000"])
     # all five asked for, one has runs: one line naming the others
     one = tmp_path / "one.db"
     con1 = db.connect(one)
     store(con1, T.load("x86-2s"), kvio_lines([5, 4, 3, 2], [0, 1, 2, 3], 10, 10), experiment="kvio")
     con1.close()
-    monkeypatch.setattr(seeds, "SEEDS_STUDY", tmp_path / "absent.toml")  # no block: any machine
-    assert "no ok runs for seeds 000 002 003 004 in" in bad(["--db", str(one)])
-    assert seeds.main(["001", "--db", str(one)]) == 0 and "seed 001:" in capsys.readouterr().out
+    monkeypatch.setattr(seed_runs, "SEEDS_STUDY", tmp_path / "absent.toml")  # no block: any machine
+    assert "no ok runs for seeds 000 002 003 004 in" in bad(one)
+    assert seeds.print_tables(str(one), ["001"]) == 0 and "seed 001:" in capsys.readouterr().out
 
 
 def test_seeds_command_runs_every_block_of_a_seed(monkeypatch, tmp_path, capsys):
@@ -501,11 +499,12 @@ def test_seeds_command_runs_every_block_of_a_seed(monkeypatch, tmp_path, capsys)
         return 7, None
 
     monkeypatch.setattr(studycli, "run", run)
-    monkeypatch.setattr(seeds, "main", lambda argv: asked.setdefault("tables", argv) and 0)
+    monkeypatch.setattr(seeds, "print_tables", lambda dbpath, wanted, study=None:
+                        asked.setdefault("tables", (wanted, study)) and 0)
     assert seedscli.main(["004", "--db", str(tmp_path / "r.db")]) == 0
-    assert asked["groups"] == seeds.block_names(seedscli.SEEDS_STUDY.read_text(), "004")
+    assert asked["groups"] == seed_runs.block_names(seedscli.SEEDS_STUDY.read_text(), "004")
     assert asked["groups"][0] == "004" and len(asked["groups"]) >= 2
-    assert asked["tables"][-2:] == ["--study", "7"] and asked["topologies"] is None
+    assert asked["tables"] == (["004"], 7) and asked["topologies"] is None
     assert seedscli.main(["000", "--topology", "x86-1s-2c", "--db", str(tmp_path / "r.db")]) == 0
     assert asked["topologies"] == ["x86-1s-2c"] and asked["groups"] == ["000"]
     study = tmp_path / "s.toml"

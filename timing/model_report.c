@@ -1,7 +1,7 @@
 /* vmlab timing model: guest phases, and the results JSON written at exit
  * (read back by timing/__init__.py load_results, stored by analysis/timing.py).
  * Every record in it is an object whose keys are the columns of its
- * timing_* table (analysis/db.py), so the host stores it by name.
+ * timing_* table (analysis/schema.py), so the host stores it by name.
  */
 #include "model_int.h"
 

@@ -11,7 +11,7 @@ from experiments import facts
 
 QUERY_TABLE = "chunk_times"
 
-# Versioned like the core schema (analysis/db.py): append, never edit. The
+# Versioned like the core schema (analysis/schema.py): append, never edit. The
 # core's first migrations created these before experiments owned their
 # tables; IF NOT EXISTS lets such databases converge with new ones.
 SCHEMA = [
