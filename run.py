@@ -17,6 +17,7 @@ The front door only walks the stages: topologies/ -> experiments/ ->
 scons-wrapper/ (images/) -> configs/ (QEMU) -> analysis/ (SQLite, summary).
 """
 import argparse
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,9 @@ from bootstrap import bootstrap  # noqa: E402  (standard library only)
 
 COMMANDS = ("run", "list", "show", "query", "compare", "build", "test", "bench", "study", "seeds", "report",
             "browse", "snapshots")
+# The verbs whose own module parses and runs them: its parser() and main(argv).
+MODULES = {"bench": "pipeline.bench", "study": "pipeline.studycli", "seeds": "pipeline.seedscli",
+           "report": "analysis.report", "browse": "analysis.browse"}
 
 
 def run_parser() -> argparse.ArgumentParser:
@@ -102,8 +106,71 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="perturbation seed: any value but 0 mixes vmlab.perturb=SEED.0 into the guest kernel's "
                         "entropy (a restored guest's before its job, a booted one's on its command line): "
                         "another run of the same deterministic machine (0: unperturbed)")
-    p.add_argument("--db", default="results.db", help="SQLite results database (default ./results.db)")
+    add_db(p)
     p.add_argument("--runs-dir", default=None, help="where run logs go (default: runs/ beside the database)")
+
+
+def add_db(p: argparse.ArgumentParser) -> None:
+    """--db, as every command over the results database takes it."""
+    p.add_argument("--db", default="results.db", help="SQLite results database (default ./results.db)")
+
+
+# --- each command's parser (docs/reference/cli.md is made from them) -------------
+def list_parser() -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(prog="./run.py list", description="List topologies, experiments and parameters.")
+
+
+def show_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="./run.py show", description="Print the summary of a stored run.")
+    p.add_argument("run_id", nargs="?", type=int, help="run id (default: the latest run)")
+    add_db(p)
+    return p
+
+
+def query_parser(tables: str = "") -> argparse.ArgumentParser:
+    """tables: what --help says the database holds (_schema_help)."""
+    p = argparse.ArgumentParser(prog="./run.py query",
+                                description="Run read-only SQL on the results database. " + tables)
+    p.add_argument("sql", nargs="?", default="SELECT * FROM v_runs ORDER BY id DESC LIMIT 20")
+    p.add_argument("--csv", action="store_true", help="print CSV instead of a table")
+    p.add_argument("--parquet", metavar="FILE", help="write the result to a Parquet file (pyarrow) for pandas")
+    add_db(p)
+    return p
+
+
+def compare_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="./run.py compare", description=(
+        "Print runs side by side, one row per figure, with the % difference against the first run "
+        "(like mmtests' compare-kernels). Default: the latest stored comparison."))
+    p.add_argument("runs", nargs="*", type=int, help="run ids; the first is the baseline")
+    p.add_argument("--set", type=int, dest="set_id", help="a stored comparison (from `./run.py --kernel a,b`)")
+    p.add_argument("--all", action="store_true", help="also print figures that are zero in every run")
+    add_db(p)
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="./run.py build", description="Build the kernel and initramfs a run needs.")
+    add_run_options(p)
+    return p
+
+
+def snapshots_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="./run.py snapshots",
+                                description="The machines' snapshots after boot in the cache (configs/snapshot.py): "
+                                            "one per machine, kernel and engine build; a run takes a missing one.")
+    p.add_argument("--prune", action="store_true", help="delete them all (each is taken again when a run needs it)")
+    return p
+
+
+def parser(verb: str) -> argparse.ArgumentParser | None:
+    """The parser a verb of COMMANDS parses with; None for `test`, whose
+    arguments all go to pytest (cmd_test)."""
+    if verb in MODULES:
+        return importlib.import_module(MODULES[verb]).parser()
+    return {"run": run_parser, "list": list_parser, "show": show_parser, "query": query_parser,
+            "compare": compare_parser, "build": build_parser, "snapshots": snapshots_parser,
+            "test": lambda: None}[verb]()
 
 
 def fail(msg: str, code: int = 2) -> "NoReturn":
@@ -149,8 +216,8 @@ def build_all(preps):
 
 
 def cmd_run(args) -> int:
-    from analysis import compare, db, summary
-    from pipeline.execute import BuildError, execute
+    from pipeline import compare_kernels
+    from pipeline.execute import BuildError
     from pipeline.worker import take_stop_signals
     # A run started in the background by a script has SIGINT ignored, and a
     # plain SIGTERM would end Python with QEMU (its own session) left running
@@ -160,41 +227,17 @@ def cmd_run(args) -> int:
     # Several kernels: build what is missing first, so the runs follow each
     # other with the same topology, parameters and seed.
     built = build_all(preps)
-    # Read the guest userland once: every kernel of a comparison boots the
-    # same bytes, even if a build elsewhere replaces the cached archive.
-    userland = built[0].userland
-    dbpath = Path(args.db).resolve()
-    con = db.connect(dbpath)
-    cid = compare.start(con, f"{preps[0].exp.name} on {preps[0].topo.name}: {args.kernel}") if len(preps) > 1 else None
-    results = []
-    for i, (prep, b) in enumerate(zip(preps, built)):
-        if cid:
-            print(f"\n=== kernel {i + 1}/{len(preps)}: {prep.variant.patchset} (comparison {cid}) ===", flush=True)
-        try:
-            run_id, status = execute(prep, b, con, dbpath, args.runs_dir, userland=userland)
-        except BuildError as e:  # the job too large for its disk, a snapshot gone since the build
-            fail(str(e), e.status)
-        results.append((run_id, status))
-        if cid:
-            compare.add_run(con, cid, i, run_id)
-            reason = con.execute("SELECT reason FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
-            print(f"run {run_id}: {status}" + (f" ({reason})" if reason else ""), flush=True)
-        else:
-            print(summary.render(con, run_id))
-        if status == "aborted":
-            break
-    if cid:
-        print()
-        print(compare.render(con, [r for r, _ in results]), end="")
-        print(f"(comparison {cid}; again with `./run.py compare --set {cid}`; one run: `./run.py show RUN`)")
-    return max(({"ok": 0, "failed": 1}.get(st, 130) for _, st in results), default=130)
+    try:
+        return compare_kernels.run(preps, built, Path(args.db).resolve(), args.runs_dir, args.kernel)
+    except BuildError as e:  # the job too large for its disk, a snapshot gone since the build
+        fail(str(e), e.status)
 
 
 # --- other commands ------------------------------------------------------------
 def cmd_list(argv) -> int:
     import experiments
     import topologies
-    argparse.ArgumentParser(prog="./run.py list", description="List topologies, experiments and parameters.").parse_args(argv)
+    list_parser().parse_args(argv)
     print("topologies (topologies/*.toml, or --topology PATH):")
     w = max(map(len, topologies.available()), default=12)
     for name in topologies.available():
@@ -214,10 +257,7 @@ def cmd_list(argv) -> int:
 
 def cmd_show(argv) -> int:
     from analysis import db, summary
-    p = argparse.ArgumentParser(prog="./run.py show", description="Print the summary of a stored run.")
-    p.add_argument("run_id", nargs="?", type=int, help="run id (default: the latest run)")
-    p.add_argument("--db", default="results.db")
-    a = p.parse_args(argv)
+    a = show_parser().parse_args(argv)
     try:
         con = db.connect(a.db, readonly=True)
     except db.SchemaError as e:
@@ -235,15 +275,9 @@ def cmd_query(argv) -> int:
     tables = ""
     if {"-h", "--help"} & set(argv):  # only --help lists the tables: a query opens the database once
         pre = argparse.ArgumentParser(add_help=False)
-        pre.add_argument("--db", default="results.db")
+        add_db(pre)
         tables = _schema_help(pre.parse_known_args(argv)[0].db)
-    p = argparse.ArgumentParser(prog="./run.py query",
-                                description="Run read-only SQL on the results database. " + tables)
-    p.add_argument("sql", nargs="?", default="SELECT * FROM v_runs ORDER BY id DESC LIMIT 20")
-    p.add_argument("--csv", action="store_true", help="print CSV instead of a table")
-    p.add_argument("--parquet", metavar="FILE", help="write the result to a Parquet file (pyarrow) for pandas")
-    p.add_argument("--db", default="results.db")
-    a = p.parse_args(argv)
+    a = query_parser(tables).parse_args(argv)
     refused = []
     try:
         con = db.connect(a.db, readonly=True)
@@ -294,14 +328,7 @@ def _schema_help(path: str) -> str:
 
 def cmd_compare(argv) -> int:
     from analysis import compare, db
-    p = argparse.ArgumentParser(prog="./run.py compare", description=(
-        "Print runs side by side, one row per figure, with the % difference against the first run "
-        "(like mmtests' compare-kernels). Default: the latest stored comparison."))
-    p.add_argument("runs", nargs="*", type=int, help="run ids; the first is the baseline")
-    p.add_argument("--set", type=int, dest="set_id", help="a stored comparison (from `./run.py --kernel a,b`)")
-    p.add_argument("--all", action="store_true", help="also print figures that are zero in every run")
-    p.add_argument("--db", default="results.db")
-    a = p.parse_args(argv)
+    a = compare_parser().parse_args(argv)
     try:
         con = db.connect(a.db, readonly=True)
         if a.runs and a.set_id:
@@ -320,9 +347,7 @@ def cmd_compare(argv) -> int:
 
 
 def cmd_build(argv) -> int:
-    p = argparse.ArgumentParser(prog="./run.py build", description="Build the kernel and initramfs a run needs.")
-    add_run_options(p)
-    for b in build_all(prepare_all(p.parse_args(argv))):
+    for b in build_all(prepare_all(build_parser().parse_args(argv))):
         print(f"kernel:    {b.kernel_dir}\ninitramfs: {b.initramfs}" + (f"\nplugin:    {b.plugin}" if b.plugin else ""))
     return 0
 
@@ -331,11 +356,7 @@ def cmd_snapshots(argv) -> int:
     import json
     from configs import snapshot
     from pipeline.execute import cache_dir
-    p = argparse.ArgumentParser(prog="./run.py snapshots",
-                                description="The machines' snapshots after boot in the cache (configs/snapshot.py): "
-                                            "one per machine, kernel and engine build; a run takes a missing one.")
-    p.add_argument("--prune", action="store_true", help="delete them all (each is taken again when a run needs it)")
-    args = p.parse_args(argv)
+    args = snapshots_parser().parse_args(argv)
     found = snapshot.sizes(cache_dir())
     for d, size in found:
         try:
@@ -352,33 +373,9 @@ def cmd_snapshots(argv) -> int:
 
 
 def cmd_test(argv) -> int:
-    # All tests, the slow end-to-end ones included (they boot guests).
+    """The test suite, the slow end-to-end tests included (they boot guests): every argument goes to pytest,
+    e.g. `./run.py test -m "not slow"` (the fast suite) or `-m boot` (one kind, pytest.ini lists them)."""
     return subprocess.call([sys.executable, "-m", "pytest", *argv], cwd=REPO)
-
-
-def cmd_bench(argv) -> int:
-    from pipeline import bench
-    return bench.main(argv, REPO)
-
-
-def cmd_report(argv) -> int:
-    from analysis import report
-    return report.main(argv)
-
-
-def cmd_browse(argv) -> int:
-    from analysis import browse
-    return browse.main(argv)
-
-
-def cmd_study(argv) -> int:
-    from pipeline import studycli
-    return studycli.main(argv)
-
-
-def cmd_seeds(argv) -> int:
-    from pipeline import seedscli
-    return seedscli.main(argv)
 
 
 def main(argv: list[str]) -> int:
@@ -386,11 +383,11 @@ def main(argv: list[str]) -> int:
         run_parser().print_help()  # help needs nothing installed
         return 0
     bootstrap.ensure(argv, str(Path(__file__).resolve()))
+    if argv and argv[0] in MODULES:
+        return importlib.import_module(MODULES[argv[0]]).main(argv[1:])
     if argv and argv[0] in COMMANDS and argv[0] != "run":
         return {"list": cmd_list, "show": cmd_show, "query": cmd_query, "compare": cmd_compare, "build": cmd_build,
-                "test": cmd_test, "bench": cmd_bench, "report": cmd_report, "browse": cmd_browse,
-                "study": cmd_study, "seeds": cmd_seeds,
-                "snapshots": cmd_snapshots}[argv[0]](argv[1:])
+                "test": cmd_test, "snapshots": cmd_snapshots}[argv[0]](argv[1:])
     if argv and argv[0] == "run":
         argv = argv[1:]
     return cmd_run(run_parser().parse_args(argv))

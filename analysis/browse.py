@@ -29,16 +29,20 @@ def command(db: Path, port: int, host: str, metadata: Path) -> list[str]:
             "--setting", "sql_time_limit_ms", "20000", "--setting", "max_returned_rows", "5000"]
 
 
-def main(argv: list[str]) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="./run.py browse", description=(
         "Serve the results database with Datasette, read-only, with table descriptions and canned queries "
         "(latest runs, swap and kswapd, memeater ms by hops, latency by hops, lock contention, comparisons, "
         "study progress)."))
-    p.add_argument("--db", default="results.db")
-    p.add_argument("--port", type=int, default=8001)
+    p.add_argument("--db", default="results.db", help="results database (default ./results.db)")
+    p.add_argument("--port", type=int, default=8001, help="port to listen on (default 8001)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: this machine only)")
     p.add_argument("--metadata-out", metavar="FILE", help="write the Datasette metadata here and exit")
-    a = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str]) -> int:
+    a = parser().parse_args(argv)
     db = Path(a.db).resolve()
     meta = datasette_metadata.metadata(db.stem)
     if a.metadata_out:

@@ -31,6 +31,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parent.parent
 MODES = {"debian": ["--engine", "debian", "--timing", "off"], "off": ["--timing", "off"],
          "fast": ["--timing", "fast"], "detailed-nostalls": ["--timing", "detailed", "--no-stalls"],
          "detailed": ["--timing", "detailed"]}
@@ -47,14 +48,20 @@ def snapshot_insns(key: str) -> int:
     return sum(meta["vcpu_insns"])
 
 
-def main(argv, repo: Path) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="./run.py bench", description=__doc__.split("\n\n")[0])
-    p.add_argument("--topology", "-t", default="gs1280-8")
-    p.add_argument("--exp", "-e", default="memeater")
-    p.add_argument("--param", "-p", default="chunks=8,cycles=2,swap=none")
-    p.add_argument("--modes", default=",".join(MODES))
+    p.add_argument("--topology", "-t", default="gs1280-8", help="machine (default gs1280-8)")
+    p.add_argument("--exp", "-e", default="memeater", help="experiment (default memeater)")
+    p.add_argument("--param", "-p", default="chunks=8,cycles=2,swap=none",
+                   help="the experiment's parameters, comma-separated (default chunks=8,cycles=2,swap=none)")
+    p.add_argument("--modes", default=",".join(MODES),
+                   help=f"modes to run, comma-separated, of {', '.join(MODES)} (default all)")
     p.add_argument("--keep", metavar="DIR", help="keep the runs' database and logs here")
-    a = p.parse_args(argv)
+    return p
+
+
+def main(argv, repo: Path = REPO) -> int:
+    a = parser().parse_args(argv)
     modes = a.modes.split(",")
     bad = [m for m in modes if m not in MODES]
     if bad:
