@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import time
+from dataclasses import dataclass
 
 import experiments
 from experiments import facts
@@ -109,16 +110,54 @@ def mismatches(runs: list[sqlite3.Row]) -> list[str]:
     return out
 
 
+@dataclass
+class Line:
+    """One figure across the runs: values, the change of each against the
+    first, and whether the manifest's declaration calls it better or worse."""
+    name: str
+    unit: str
+    values: list
+    changes: list[str]      # pct() of each run after the first
+    verdicts: list[str]     # "better", "worse" or "" (Metric.judge)
+    headline: bool
+
+    def change_cells(self) -> list[str]:
+        return [f"{c} {v}".strip() if c not in ("", "0.00%") else c for c, v in zip(self.changes, self.verdicts)]
+
+
+def _declared(experiment: str):
+    try:
+        return experiments.load(experiment)
+    except experiments.ExperimentError:
+        return None  # an experiment since removed: its figures keep no direction
+
+
+def lines(con: sqlite3.Connection, runs: list[sqlite3.Row], all_rows: bool = False) -> list[Line]:
+    """The comparison's rows: the experiment's headline figures (declared in
+    its manifest) first, then every other figure by name; a figure that is
+    0 or missing in every run only with all_rows."""
+    figs = [figures(con, r["id"]) for r in runs]
+    exp = _declared(runs[0]["experiment"])
+    out = []
+    for n in sorted(set().union(*figs)):
+        vals = [f.get(n, (None, ""))[0] for f in figs]
+        if not all_rows and all(v in (None, 0) for v in vals):
+            continue
+        m = exp.metric(n) if exp else None
+        unit = next((f[n][1] for f in figs if n in f and f[n][1]), "") or (m.unit if m else "")
+        out.append(Line(n, unit, vals, [pct(vals[0], v) for v in vals[1:]],
+                        [m.judge(vals[0], v) if m else "" for v in vals[1:]], bool(m and m.headline)))
+    return sorted(out, key=lambda ln: not ln.headline)  # stable: by name within each part
+
+
 def render(con: sqlite3.Connection, run_ids: list[int], all_rows: bool = False) -> str:
     """The side-by-side table for runs (the first is the baseline)."""
     if len(run_ids) < 2:
         raise CompareError(f"a comparison needs two runs or more, got {len(run_ids)}")
     runs = runs_of(con, run_ids)
-    figs = [figures(con, r["id"]) for r in runs]
-    names = sorted(set().union(*figs))
     heads = [f"{r['patch_set']} (run {r['id']})" for r in runs]
-    lines = []
-    w = lines.append
+    out = []
+    w = out.append
     r0 = runs[0]
     w(f"comparison: {r0['experiment']} on {r0['topology']} ({r0['topology_shape']}), "
       f"flavor {r0['kernel_flavor']}, seed {r0['seed']}, QEMU {r0['qemu_mode']}")
@@ -129,17 +168,15 @@ def render(con: sqlite3.Connection, run_ids: list[int], all_rows: bool = False) 
     if bad:
         w(f"  WARNING: the runs differ in {', '.join(bad)}: this compares more than the kernels")
     cols = ["figure"] + [h for i, h in enumerate(heads) for h in ([h] if i == 0 else [h, "%"])]
+    table = lines(con, runs, all_rows)
     rows = []
-    for n in names:
-        vals = [f.get(n, (None, ""))[0] for f in figs]
-        if not all_rows and all(v in (None, 0) for v in vals):
-            continue
-        unit = next((f[n][1] for f in figs if n in f and f[n][1]), "")
-        row = [n + (f" [{unit}]" if unit else "")]
-        for i, v in enumerate(vals):
+    for ln in table:
+        changes = ln.change_cells()
+        row = [("* " if ln.headline else "") + ln.name + (f" [{ln.unit}]" if ln.unit else "")]
+        for i, v in enumerate(ln.values):
             row.append(_fmt(v))
             if i:
-                row.append(pct(vals[0], v))
+                row.append(changes[i - 1])
         rows.append(row)
     widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(cols)]
     fmt = lambda cells: "  ".join(c.ljust(wd) if i == 0 else c.rjust(wd)
@@ -151,7 +188,10 @@ def render(con: sqlite3.Connection, run_ids: list[int], all_rows: bool = False) 
         w(fmt(r))
     if not rows:
         w("(no figures: the runs recorded nothing numeric)")
-    return "\n".join(lines) + "\n"
+    elif any(ln.headline for ln in table):
+        w(f"(* the experiment's headline figures; better/worse as its manifest declares each figure, "
+          f"changes under 1 % unjudged)")
+    return "\n".join(out) + "\n"
 
 
 # --- stored comparisons --------------------------------------------------------

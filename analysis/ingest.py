@@ -71,9 +71,20 @@ def _snapshots(con, run_id, parsed) -> None:
 
 
 def _reproducer_records(con, run_id, parsed, exp: str) -> None:
+    declared = experiments.load(exp) if exp in experiments.available() else None
     for r in parsed.of("metric"):
-        if isinstance(r.body.get("name"), str):
-            metric(con, run_id, r.body["name"], r.body.get("value"), r.body.get("unit"))
+        name = r.body.get("name")
+        if isinstance(name, str):
+            metric(con, run_id, name, r.body.get("value"), r.body.get("unit"))
+            # every figure is declared once, in the manifest (experiments/metrics.py): a guest
+            # program that sends another, or in another unit, is a drift the run row shows
+            m = declared.metric(name) if declared else None
+            if declared and m is None:
+                metric(con, run_id, f"ingest_error_metric.{name}",
+                       text=f"metric {name!r} is not declared in experiments/{exp}/manifest.toml [metrics]")
+            elif m is not None and (r.body.get("unit") or "") != m.unit:
+                metric(con, run_id, f"ingest_error_metric.{name}",
+                       text=f"metric {name!r} came in {r.body.get('unit')!r}, its manifest declares {m.unit!r}")
     for r in parsed.of("sanity"):
         insert(con, "repro_sanity", [{"run_id": run_id, "experiment": exp, "check_name": c.get("name"),
                                       "ok": c.get("ok"), "value": c.get("value"), "expect": c.get("expect")}

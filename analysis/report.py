@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from analysis import compare, db, plot_kit, plots
+from analysis import compare, db, headlines, plot_kit, plots
 
 # Runs that agree on these and differ in patch_set form one kernel comparison.
 GROUP = ("topology_sha256", "experiment", "params_json", "seed", "kernel_flavor", "timing_mode")
@@ -149,19 +149,17 @@ def compare_html(con, n: int, group) -> str:
     per figure of compare.figures, % against the first run (compare.pct)."""
     ids = [r["id"] for r in group]
     with plot_kit.sql_log(con) as log:
-        figs = [compare.figures(con, i) for i in ids]
+        table = compare.lines(con, group)
     r0 = group[0]
     head = "<th>figure</th>" + "".join(
         f"<th>{e(r['patch_set'])} (run {r['id']})</th>" + ("<th>%</th>" if i else "") for i, r in enumerate(group))
     rows = []
-    for name in sorted(set().union(*figs)):
-        vals = [f.get(name, (None, ""))[0] for f in figs]
-        if all(v in (None, 0) for v in vals):
-            continue  # as render(all_rows=False): nothing happened in any run
-        unit = next((f[name][1] for f in figs if name in f and f[name][1]), "")
-        cells = "".join(_cell(compare._fmt(v), True) + (_cell(compare.pct(vals[0], v), True) if i else "")
-                        for i, v in enumerate(vals))
-        rows.append(f"<tr><td>{e(name)}{f' [{e(unit)}]' if unit else ''}</td>{cells}</tr>")
+    for ln in table:
+        changes = ln.change_cells()
+        cells = "".join(_cell(compare._fmt(v), True) + (_cell(changes[i - 1], True) if i else "")
+                        for i, v in enumerate(ln.values))
+        name = f"<b>{e(ln.name)}</b>" if ln.headline else e(ln.name)
+        rows.append(f"<tr><td>{name}{f' [{e(ln.unit)}]' if ln.unit else ''}</td>{cells}</tr>")
     bad = compare.mismatches(group)
     warn = (f"<p class=warn>The runs also differ in {e(', '.join(bad))}: this compares more than the kernels.</p>"
             if bad else "")
@@ -170,11 +168,36 @@ def compare_html(con, n: int, group) -> str:
             f"{e(r0['timing_mode'])}: kernels side by side, % against {e(r0['patch_set'])}</h3>{warn}"
             f"<table><tr>{head}</tr>{''.join(rows) or '<tr><td>no figures: nothing numeric</td></tr>'}</table>"
             f"<p>Runs: {', '.join(map(str, ids))}. Figures from analysis/compare.py (metrics, vmstat deltas, "
-            f"kswapd CPU, the experiment's compare_figures); same table as <code>./run.py compare "
+            f"kswapd CPU, the experiment's compare_figures); headline figures (bold) and better/worse as the "
+            f"experiment's manifest declares them; same table as <code>./run.py compare "
             f"{' '.join(map(str, ids))}</code>.</p>{_sql(log)}</section>")
 
 
-def page(db_path, study, runs_part: str, before, tables, after, notes: list[str]) -> str:
+def headlines_html(con, runs) -> str:
+    """Each experiment's headline figures (analysis/headlines.py): a row per
+    configuration, its repeats aggregated as the manifest declares."""
+    out = []
+    for t in headlines.tables(con, runs):
+        head = "<th>machine</th><th>kernel</th><th>runs</th>" + "".join(
+            f"<th>{e(f)} [{e(t.units[f])}], {e(t.aggregates[f])}</th>" for f in t.figures)
+        rows = []
+        for conf, ids, cells in t.rows:
+            shown = "".join(_cell("-" if c.value is None else compare._fmt(round(c.value, 4))
+                                  + (f" ({compare._fmt(round(c.low, 4))}-{compare._fmt(round(c.high, 4))}, n={c.n})"
+                                     if c.n > 1 else ""), True) for c in cells)
+            rows.append(f"<tr><td>{e(conf['topology'])}</td><td>{e(conf['patch_set'])}</td>"
+                        f"<td>{e(', '.join(map(str, ids)))}</td>{shown}</tr>")
+        out.append(f"<section class=headlines><h3>{e(t.experiment)}: headline figures</h3><table><tr>{head}</tr>"
+                   f"{''.join(rows)}</table></section>")
+    if not out:
+        return ""
+    return ("<h2>Headline figures</h2><p>Each experiment's headline figures as its manifest declares them "
+            "(<code>[metrics]</code>; docs/reference/metrics.md), a row per configuration; several runs of one "
+            "configuration (a study's repeats) are aggregated as declared, with their range and count.</p>"
+            + "".join(out))
+
+
+def page(db_path, study, runs_part: str, before, tables, after, notes: list[str], heads: str = "") -> str:
     if study is not None:
         title = f"vmlab report: study {study['id']} ({study['name']})"
         about = (f"study file {e(study['path'] or '-')} (sha256 {e(study['sha256'][:12])}), created "
@@ -189,6 +212,8 @@ def page(db_path, study, runs_part: str, before, tables, after, notes: list[str]
     if study is not None:
         parts.append(f"<details><summary>study file</summary><pre>{e(study['toml'])}</pre></details>")
     parts.append(runs_part)
+    if heads:
+        parts.append(heads)
     parts.append("<h2>Figures</h2>")
     n = 0
     for f in before:
@@ -225,7 +250,7 @@ def write(con, db_path, study, ids: list[int], out: Path) -> Path:
     tables = [compare_html(con, i, g) for i, g in enumerate(compare_groups(runs), 1)]
     after = plots.build(con, runs, out, plots.AFTER_COMPARE)
     index = out / "index.html"
-    index.write_text(page(db_path, study, runs_part, before, tables, after, notes))
+    index.write_text(page(db_path, study, runs_part, before, tables, after, notes, headlines_html(con, runs)))
     return index
 
 

@@ -41,6 +41,7 @@ from experiments.limits import (  # noqa: F401  (re-exported)
     MAX_TIMEOUT_S, SWAP_MAP_BYTES_PER_PAGE, ZRAM_TABLE_BYTES_PER_PAGE, check_guest, max_procs, max_swap_frac)
 from experiments.manifest import (  # noqa: F401  (re-exported)
     KERNEL_DEFAULT, MANIFEST, PARAM, PROGRESS, REQUIRED, TYPES, Param, check_manifest, parse_params, shown)
+from experiments.metrics import Metric, find, parse_metrics  # noqa: F401 (re-exported)
 
 HERE = Path(__file__).resolve().parent
 LIB = HERE / "lib"  # the guest library: vmlab.h, vmlab_facts.h and the .c files of libvmlab.a
@@ -59,6 +60,11 @@ class Experiment:
     dir: Path
     manifest: dict
     params: dict[str, Param] = field(default_factory=dict)
+    metrics: tuple[Metric, ...] = ()   # the manifest's, then common.toml's (experiments/metrics.py)
+
+    def metric(self, name: str) -> Metric | None:
+        """The declaration a stored figure of this experiment falls under, or None."""
+        return find(self.metrics, name)
 
     @property
     def programs(self) -> list[Path]:
@@ -180,6 +186,9 @@ def load(name: str) -> Experiment:
     check_manifest(common, COMMON, common=True)
     exp = Experiment(data["name"], path.parent, data)
     exp.params = {**parse_params(common.get("params", {}), COMMON), **parse_params(data.get("params", {}), path)}
+    # common.toml's patterns ({exp}.sanity_ok ...) are written with the experiment's name in them
+    common_metrics = {k.replace("{exp}", exp.name): v for k, v in common.get("metrics", {}).items()}
+    exp.metrics = parse_metrics(data.get("metrics", {}), path) + parse_metrics(common_metrics, COMMON)
     for prog in exp.programs:
         if not prog.is_file():
             raise ExperimentError(f"{path}: field 'programs': {prog.name} not found")

@@ -23,7 +23,7 @@ KERNEL_DEFAULT = "kernel"
 _EXPR = (str, int, float)
 MANIFEST = {
     "name": (str,), "seed": (str,), "summary": (str,), "programs": (list,), "command": (str,), "timeout_s": _EXPR,
-    "params": (dict,), "derived": (dict,), "checks": (dict,), "progress": (dict,),
+    "params": (dict,), "derived": (dict,), "checks": (dict,), "progress": (dict,), "metrics": (dict,),
 }
 PARAM = {"type": (str,), "default": (str, int, float), "help": (str,), "choices": (list,), "min": (int, float),
          "max": (int, float, str), "knob": (str,), "pattern": (str,)}
@@ -46,7 +46,7 @@ def check_manifest(data: dict, path: Path, common: bool = False) -> None:
                                       f"{', '.join(sorted(allowed))}")
             if not isinstance(v, allowed[k]) or isinstance(v, bool):
                 raise ExperimentError(f"{path}: field '{field_}': expected {_names(allowed[k])}, got {v!r}")
-    keys(data, {"params": (dict,)} if common else MANIFEST, "")
+    keys(data, {"params": (dict,), "metrics": (dict,)} if common else MANIFEST, "")
     for f in () if common else REQUIRED:
         if f not in data:
             raise ExperimentError(f"{path}: field '{f}': missing")

@@ -169,11 +169,6 @@ class QemuEngine(Engine):
             return "Debian's QEMU has neither the clocks' vmstate nor the vmlab-ctl port"
         if spec.qemu_mode != "icount":
             return "--qemu-mode mttcg: guest time follows the host; a snapshot point would not repeat"
-        if topo.guest_isa != "x86_64":
-            # tried: the C /init asks for it and QEMU saves it, but a restored
-            # guest never gets another timer interrupt
-            return (f"{topo.guest_isa} guests boot every run: QEMU's clipper saves neither its typhoon chipset "
-                    f"nor the CPUs' alarm timers, so a restored guest would never tick again")
         return snapshot.fits(topo, swap_mib, data_mib)
 
     def snapshot_disks(self, topo) -> snapshot.Disks:

@@ -9,6 +9,8 @@ itself so that they cannot drift from it:
     limitations.md  the `limitations` text a run row carries, for each kind of
                     run, from pipeline.execute.limitations on prepared runs
                     (nothing is built or booted)
+    metrics.md      every experiment's figures as its manifest declares them
+                    (experiments/metrics.py): unit, better, repeats, headline
 
     python -m pipeline.reference            write them (vmlab's venv python)
     python -m pipeline.reference --check    exit 1 naming each stale page
@@ -248,8 +250,28 @@ def limitations_page() -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def metrics_page() -> str:
+    import experiments
+    out = ["# Every experiment's figures, as declared", "", HEADER,
+           "Each experiment declares the figures it stores in the `metrics` table once, in its manifest's "
+           "`[metrics]` tables (`experiments/common.toml` for those every reproducer stores; "
+           "`experiments/metrics.py` says what the keys mean). `./run.py compare` and the report show headline "
+           "figures first and call each change better or worse by the declared direction (changes under 1 % "
+           "unjudged); a study's repeats aggregate as declared; a figure a guest sends that no manifest "
+           "declares, or in another unit, is stored with an `ingest_error_metric.NAME` row beside it. A `*` in "
+           "a name stands for a level, a test or a lock.", ""]
+    for name in experiments.available():
+        exp = experiments.load(name)
+        out += [f"## {name}", "", "| figure | unit | better | repeats | headline | meaning |", "|---|---|---|---|---|---|"]
+        out += [f"| `{m.pattern}` | {_md(m.unit) or '-'} | {m.better} | {m.aggregate} | {'yes' if m.headline else ''} "
+                f"| {_md(m.help)} |" for m in exp.metrics]
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
 # --- the pages -----------------------------------------------------------------------------
-PAGES = {"cli.md": cli_page, "schema.md": schema_page, "limitations.md": limitations_page}
+PAGES = {"cli.md": cli_page, "schema.md": schema_page, "limitations.md": limitations_page,
+         "metrics.md": metrics_page}
 
 
 def pages() -> dict[str, str]:

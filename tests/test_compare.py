@@ -47,7 +47,8 @@ def cells(text, figure):
     import re
     for line in text.splitlines():
         parts = re.split(r"\s{2,}", line.strip())
-        if parts[0] == figure or parts[0].startswith(figure + " ["):
+        name = parts[0].removeprefix("* ")  # a headline figure is marked
+        if name == figure or name.startswith(figure + " ["):
             return parts[1:]
     raise AssertionError(f"no row {figure!r} in\n{text}")
 
@@ -60,15 +61,28 @@ def test_table_one_row_per_figure_with_percent_against_the_first(three):
     assert cells(out, "vmstat.pswpout") == ["0", "40", "new"]
     assert cells(out, "vmstat.pgfault") == ["7", "7", "0.00%"]
     assert cells(out, "guest.zone_reclaim_mode") == ["0", "1", "new"]
-    assert cells(out, "memeater.total_ms") == ["30", "60", "+100.00%"]
-    assert cells(out, "chunks.max_ms") == ["20", "50", "+150.00%"]
+    # declared in memeater's manifest: lower is better, so these are worse
+    assert cells(out, "memeater.total_ms") == ["30", "60", "+100.00% worse"]
+    assert cells(out, "chunks.max_ms") == ["20", "50", "+150.00% worse"]
     assert cells(out, "kswapd.cpu_s") == ["1", "3", "+200.00%"]
     # not figures: guest bookkeeping, counters outside the reclaim set, text
     for absent in ("init.thp", "vmstat.nr_free_pages", "guest.release"):
         assert absent not in out
     assert "WARNING" not in out
-    # reversed baseline: the % follows the first run
-    assert cells(compare.render(con, [zra, base]), "vmstat.pgscan_kswapd") == ["300", "200", "-33.33%"]
+    # reversed baseline: the % follows the first run, and so does the verdict
+    rev = compare.render(con, [zra, base])
+    assert cells(rev, "vmstat.pgscan_kswapd") == ["300", "200", "-33.33%"]
+    assert cells(rev, "memeater.total_ms") == ["60", "30", "-50.00% better"]
+
+
+def test_headline_figures_come_first_and_undeclared_ones_are_not_judged(three):
+    con, _, (base, zra, _) = three
+    rows = [ln.split("  ")[0] for ln in compare.render(con, [base, zra]).splitlines() if ln[:1] in ("*", "c", "v")]
+    table = [r for r in rows if not r.startswith("comparison")]
+    assert table[0].startswith("* memeater.total_ms")   # memeater's manifest: headline = true
+    assert not any(r.startswith("* ") for r in table[table.index(next(r for r in table if not r.startswith("* "))):])
+    line = next(ln for ln in compare.lines(con, compare.runs_of(con, [base, zra])) if ln.name == "vmstat.pswpout")
+    assert line.verdicts == [""] and not line.headline   # not a declared metric: no direction
 
 
 def test_runs_that_differ_beyond_the_kernel_are_flagged(three):

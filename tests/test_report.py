@@ -220,8 +220,9 @@ def test_compare_tables_per_kernel_group(built):
     assert sum("forkstorm" in h and "flavor lockstat" in h for h in heads) == 3
     mem = next(t for t in tables if "memeater" in t)
     assert f"zone-reclaim-auto (run {ids['mem_zra']})" in mem and f"run {ids['mem_failed']})" not in mem
-    row = re.search(r"<tr><td>memeater.total_ms \[ms\]</td>(.*?)</tr>", mem).group(1)
-    assert re.findall(r"<td class=num>(.*?)</td>", row) == ["123", "184.50", "+50.00%"]
+    # a headline figure (bold, first) judged as memeater's manifest declares it: lower is better
+    row = re.search(r"<tr><td><b>memeater.total_ms</b> \[ms\]</td>(.*?)</tr>", mem).group(1)
+    assert re.findall(r"<td class=num>(.*?)</td>", row) == ["123", "184.50", "+50.00% worse"]
     assert "vmstat.pswpout" in mem and "FROM v_vmstat_delta WHERE run_id = %d" % ids["mem_zra"] in mem
 
 
@@ -358,3 +359,32 @@ def test_cli_dispatch(built, tmp_path):
     tmp, _, _ = built
     r = vmlab(ENV, tmp, "report", "--study", "999", runs_dir=False, cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [f"error: {tmp / 'r.db'}: no study 999"]
+
+
+def test_headline_figures_aggregate_repeats_as_declared(tmp_path):
+    """analysis/headlines.py: the manifest's headline figures, a row per
+    configuration; runs repeating one configuration aggregate as declared."""
+    from analysis import headlines
+    con = db.connect(tmp_path / "h.db")
+    x2 = T.load("x86-2s")
+    a = store(con, x2, forkstorm_lines(x2.cpus, 30.0, None), experiment="forkstorm")
+    b = store(con, x2, forkstorm_lines(x2.cpus, 45.0, None), experiment="forkstorm")   # a repeat of a
+    c = store(con, x2, forkstorm_lines(x2.cpus, 60.0, None), experiment="forkstorm", patch_set="rmap-lock-blocking")
+    store(con, x2, forkstorm_lines(x2.cpus, 99.0, None), experiment="forkstorm", status="failed", reason="x")
+    runs = con.execute("SELECT * FROM runs ORDER BY id").fetchall()
+    (t,) = headlines.tables(con, runs)
+    assert t.experiment == "forkstorm" and t.figures == ["forkstorm.jobs_per_min"]
+    assert t.aggregates == {"forkstorm.jobs_per_min": "mean"} and t.units["forkstorm.jobs_per_min"] == "jobs/min"
+    (conf1, ids1, (cell1,)), (conf2, ids2, (cell2,)) = t.rows
+    assert ids1 == [a, b] and conf1["patch_set"] == "vanilla"
+    n = x2.cpus  # jobs_per_min = per-CPU rate x CPUs
+    assert (cell1.value, cell1.low, cell1.high, cell1.n) == (37.5 * n, 30.0 * n, 45.0 * n, 2)
+    assert ids2 == [c] and cell2.n == 1 and cell2.value == 60.0 * n
+    page = report.headlines_html(con, runs)
+    assert "forkstorm: headline figures" in page and f"{37.5 * n:g} ({30 * n}-{45 * n}, n=2)" in page
+
+
+def test_the_report_shows_headline_figures(built):
+    _, _, out = built
+    page = (out / "index.html").read_text()
+    assert "<h2>Headline figures</h2>" in page and "forkstorm.jobs_per_min [jobs/min], mean" in page
