@@ -92,6 +92,11 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="memory-system timing model (a QEMU plugin, timing/): off = plain QEMU (default); "
                         "fast = instruction counts and basic-block vectors; detailed = every data access priced "
                         "on the topology (caches, directory, hops, queueing; needs --qemu-mode icount)")
+    p.add_argument("--warmup-insns", type=int, default=0, metavar="N",
+                   help="--timing detailed, restored: leave the first N instructions after the restore (all vCPUs "
+                        "together; the experiment's start ends it at the latest) out of the model's figures, so "
+                        "they do not count the cold start of its caches, directory and streams; the guest's own "
+                        "figures are unchanged (default 0: the model counts from the restore)")
     p.add_argument("--no-hmat", action="store_true", help="do not give the guest an ACPI HMAT table")
     p.add_argument("--boot", action="store_true",
                    help="boot the kernel for this run instead of restoring the machine's snapshot after boot "
@@ -190,7 +195,7 @@ def spec_from_args(args, kernel: str):
                    qemu_mode=args.qemu_mode, quantum_ns=args.quantum_ns, engine=args.engine, disk=args.disk,
                    timing=args.timing, no_stalls=args.no_stalls, no_hmat=args.no_hmat, timeout=args.timeout,
                    boot_timeout=args.boot_timeout, kernel_append=args.kernel_append,
-                   seed=args.seed, boot=args.boot).with_params(params)
+                   seed=args.seed, boot=args.boot, warmup_insns=args.warmup_insns).with_params(params)
 
 
 def prepare_all(args):
@@ -373,8 +378,10 @@ def cmd_snapshots(argv) -> int:
 
 
 def cmd_test(argv) -> int:
-    """The test suite, the slow end-to-end tests included (they boot guests): every argument goes to pytest,
-    e.g. `./run.py test -m "not slow"` (the fast suite) or `-m boot` (one kind, pytest.ini lists them)."""
+    """The test suite, slow end-to-end tests included: arguments go to pytest (`-m "not slow"`: the fast suite).
+    On every core (xdist, a file per worker: most e2e tests drive one single-threaded guest); `-n 0`: one process."""
+    if not any(a.startswith(("-n", "--numprocesses", "--dist", "no:xdist")) for a in argv):
+        argv = ["-n", "auto", "--dist", "loadfile", *argv]
     return subprocess.call([sys.executable, "-m", "pytest", *argv], cwd=REPO)
 
 

@@ -34,7 +34,7 @@ def dumps(obj) -> str:
 
 
 def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "", data_dev: str = "",
-                stalls_on: bool = True, disk_modeled: bool = False, restored: bool = False) -> str:
+                stalls_on: bool = True, disk_modeled: bool = False, restored: bool = False, warmup_insns: int = 0) -> str:
     out = [f"memory scaled: {topo.memory_mib} MiB per node stands for {topo.real_memory_gib:g} GiB "
            f"(scale 1/{round(1 / topo.scale)})"]
     if topo.guest_isa != topo.native_isa:
@@ -75,7 +75,10 @@ def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "", data_dev:
     if restored:
         out.append("restored from the machine's snapshot after boot (its key in snapshot_key): the guest "
                    "continues from the instruction where it asked for the snapshot, with QEMU's TLBs and "
-                   "translated code flushed" + (" and the timing model's caches cold" if timing != "off" else "")
+                   "translated code flushed" + (f" and the timing model's caches warmed over its first "
+                                                f"{warmup_insns:,} instructions (not counted)" if warmup_insns
+                                                else " and the timing model's caches cold" if timing != "off"
+                                                else "")
                    + "; its figures differ from a booted run's, not its repeatability")
     return "; ".join(out)
 

@@ -25,6 +25,11 @@ def ingest(con, run_id: int, res: dict, address_map: str = "") -> None:
                                **{k: res.get(k) for k in ("cycle_ps", "l2_ps", "ctrl_ps", "half_hop_ps",
                                                           "state_bytes", "windows", "unmapped")},
                                "address_map": address_map})
+    if res.get("warmup_insns"):  # the model's figures count from the end of its warm-up
+        insert(con, "metrics", [{"run_id": run_id, "name": "timing.warmup_insns", "value": res["warmup_insns"],
+                                 "unit": "insns"},
+                                {"run_id": run_id, "name": "timing.warmup_end_ps", "value": res["warmup_end_ps"],
+                                 "unit": "ps"}])
     insert(con, "timing_cpu", [{"run_id": run_id, "cpu": c["cpu"], "node": c["node"],
                                 **{k: c.get(k, 0) for k in COUNTERS}} for c in res["cpus"]])
     insert(con, "timing_kind", [{"run_id": run_id, **k} for k in res.get("kinds", [])])
@@ -55,7 +60,11 @@ def render(con, run_id: int, w) -> None:
     tot = con.execute("SELECT SUM(insns) i, SUM(time_ps) t, SUM(misses) m, SUM(remote) r, SUM(mem_ps) mp, "
                       "SUM(lock_xfers) lx, SUM(lock_ps) lp, SUM(c2c) c2c, SUM(loads + stores + atomics) acc "
                       "FROM timing_cpu WHERE run_id = ?", (run_id,)).fetchone()
+    warm = con.execute("SELECT value FROM metrics WHERE run_id = ? AND name = 'timing.warmup_insns'",
+                       (run_id,)).fetchone()
     w(f"\ntiming model ({t['mode']}): {tot['i'] or 0:,} instructions"
+      + (f" after a warm-up of {int(warm[0]):,} (caches, directory and streams warm; nothing of it counted)"
+         if warm else "")
       + (f"; address map: {t['address_map']}" if t["address_map"] else ""))
     if t["mode"] != "detailed" or not tot["acc"]:
         return

@@ -84,6 +84,13 @@ def prepare(spec: RunSpec) -> Prepared:
             raise timing.TimingError(f"--timing: expected off, fast or detailed, got {spec.timing!r}")
         if spec.timing != "off":
             timing.check(topo, spec.timing, spec.qemu_mode)
+        if spec.warmup_insns and (spec.timing != "detailed" or not 0 < spec.warmup_insns < 10**13):
+            raise timing.TimingError(f"--warmup-insns: expected a positive instruction count below 1e13 with "
+                                     f"--timing detailed (it warms the model's caches), got {spec.warmup_insns} "
+                                     f"with --timing {spec.timing}")
+        if spec.warmup_insns and spec.boot:
+            raise timing.TimingError("--warmup-insns: a restored run's (a booted detailed run counts its boot "
+                                     "unpriced up to the experiment's marker; a warm-up needs the restore before it)")
         if spec.no_stalls and spec.timing != "detailed":
             raise timing.TimingError(f"--no-stalls: only with --timing detailed (it keeps the model's stalls off the "
                                      f"guest's clocks); --timing {spec.timing} prices no access, so has no stalls")
@@ -125,7 +132,8 @@ def limitations(prep: Prepared) -> str:
     from analysis import summary
     spec, restored = prep.spec, prep.start == "restored"
     return summary.limitations(prep.topo, spec.qemu_mode, spec.timing, *guest_disks(prep.plan, prep.topo, restored),
-                               stalls_charged(spec), disk_modeled=prep.disk_model is not None, restored=restored)
+                               stalls_charged(spec), disk_modeled=prep.disk_model is not None, restored=restored,
+                               warmup_insns=spec.warmup_insns)
 
 
 def _wrapper():
@@ -269,7 +277,8 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
         conf_path.write_text(timing.config_text(topo, spec.timing, timing_out, symbols=built.kernel_dir / "System.map",
                                                 bbv_dir=rdir if spec.timing == "fast" else None,
                                                 qemu_mode=spec.qemu_mode, stalls=not spec.no_stalls,
-                                                price_from_marker=not restored and topo.guest_isa == "x86_64"))
+                                                price_from_marker=not restored and topo.guest_isa == "x86_64",
+                                                warmup_insns=spec.warmup_insns))
         plugin = (built.plugin, conf_path)
     stalls = stalls_charged(spec)
     if snap_failed:

@@ -209,7 +209,7 @@ def schema_page() -> str:
 # default run, then one change at a time.
 OPTION_CASES = (
     [], ["--boot"], ["--timing", "fast"], ["--timing", "detailed"], ["--timing", "detailed", "--no-stalls"],
-    ["--timing", "detailed", "--boot"], ["--disk", "host"], ["--param", "swap=zram"], ["--param", "swap=none"],
+    ["--timing", "detailed", "--warmup-insns", "50000000"], ["--timing", "detailed", "--boot"], ["--disk", "host"], ["--param", "swap=zram"], ["--param", "swap=none"],
     ["--exp", "kvio"], ["--exp", "kvio", "--disk", "host"], ["--qemu-mode", "mttcg"], ["--engine", "debian"],
 )
 

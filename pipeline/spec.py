@@ -6,7 +6,8 @@ A run's key hashes what defines its result once resolved: the topology's
 content (not its name), the experiment and every resolved parameter, the
 kernel (patch set, flavor), how guest time is kept (engine, mode, quantum,
 disk model, timing mode, stalls, HMAT, kernel command line), the seed,
-the repeat index, and whether it was restored from a snapshot. Limits
+the repeat index, whether it was restored from a snapshot, and the model's
+warm-up. Limits
 (timeouts) and code versions are not in it: a study skips a key already
 `ok` in its database; re-running after changing vmlab's own code is asked
 for with --rerun.
@@ -45,6 +46,7 @@ class RunSpec:
     seed: int = 0
     repeat: int = 0                             # a study's repeat index: same inputs, its own key
     boot: bool = False                          # boot through, not restore the machine's snapshot
+    warmup_insns: int = 0                       # detailed: instructions that warm the model before it counts
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -96,6 +98,8 @@ def run_key(spec: RunSpec, topology_sha256: str, resolved_params: dict, disk_lab
     }
     if start != "booted":
         what["start"] = start
+    if spec.warmup_insns:  # a run without a warm-up keeps the key it had before warm-ups existed
+        what["warmup_insns"] = spec.warmup_insns
     return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
 
 

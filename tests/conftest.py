@@ -26,5 +26,12 @@ def vmlab_env(tmp_path_factory):
     whole session, so CI proves a new machine can build the images (kernels,
     ccache, plugin) while building each of them only once."""
     if os.environ.get("CI") == "true" and "VMLAB_CACHE" not in os.environ:
-        return environment(str(tmp_path_factory.mktemp("cold-cache")))
+        root = tmp_path_factory.getbasetemp()
+        if os.environ.get("PYTEST_XDIST_WORKER"):
+            # one cold cache for the whole session, shared by every worker: the
+            # build and snapshot locks make each artifact be built once
+            root = root.parent
+        cache = root / "cold-cache"
+        cache.mkdir(exist_ok=True)
+        return environment(str(cache))
     return environment()

@@ -22,18 +22,18 @@ def probe(vmlab_env, tmp_path_factory):
               "--param", "swap=none,buf_frac=0.25")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     recs, node = bw.rows(db(tmp), 1)
-    return {(b["test"], b["node"]): b for b in recs}, node, r.stdout
+    return {(b["test"], b["node"]): b for b in recs}, node, r.stdout, tmp
 
 
 def test_the_chase_pays_the_topology_latency_on_each_node(probe):
-    recs, _, _ = probe
+    recs, *_ = probe
     topo = T.load(str(TOPO))
     for n in (0, 1):
         assert recs["chase", n]["ns_per_access"] == pytest.approx(topo.latency_ns(0, n), rel=0.05)
 
 
 def test_independent_loads_overlap_and_a_stream_reaches_little_s_law(probe):
-    recs, _, _ = probe
+    recs, *_ = probe
     topo = T.load(str(TOPO))
     for n in (0, 1):
         b = bw.bounds(topo, topo.hops[0][n])
@@ -49,8 +49,31 @@ def test_independent_loads_overlap_and_a_stream_reaches_little_s_law(probe):
 
 
 def test_the_node_s_cpus_together_read_more_but_never_past_its_bandwidth(probe):
-    recs, node, out = probe
+    recs, node, out, _ = probe
     topo = T.load(str(TOPO))
     assert node["cpus"] == topo.cpus_per_node
     assert recs["read", 0]["gbps"] * 1.3 < node["gbps"] <= topo.memory_bandwidth_gbps * 1.02
     assert "faster per load than the chase" in out and "Little's law" in out
+
+
+def test_a_warm_up_leaves_the_guest_as_it_was_and_only_the_model_s_count(probe, vmlab_env, tmp_path):
+    """--warmup-insns: the same run with the model's first instructions left
+    out of its figures: the guest feels the same stalls (byte-identical
+    console, the same per-vCPU clocks and figures), the model counts fewer
+    instructions, and the warm-up ends at the experiment's start at the latest."""
+    recs, _, _, cold_tmp = probe
+    r = vmlab(vmlab_env, tmp_path, "--topology", str(TOPO), "--exp", "bwprobe", "--timing", "detailed",
+              "--param", "swap=none,buf_frac=0.25", "--warmup-insns", "1000000000")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    warm, cold = db(tmp_path), db(cold_tmp)
+    n = warm.execute("SELECT value FROM metrics WHERE name = 'timing.warmup_insns'").fetchone()[0]
+    assert 0 < n < 1e9                      # cut short by the experiment's marker
+    assert f"after a warm-up of {int(n):,}" in r.stdout
+    q = "SELECT cpu, insns, stall_ps, clock_ps FROM vcpu_clocks ORDER BY cpu"
+    assert [tuple(x) for x in warm.execute(q)] == [tuple(x) for x in cold.execute(q)]
+    logs = [Path(c.execute("SELECT log_path FROM runs").fetchone()[0]).read_bytes() for c in (warm, cold)]
+    assert logs[0] == logs[1]
+    counted = [c.execute("SELECT SUM(insns) FROM timing_cpu").fetchone()[0] for c in (warm, cold)]
+    assert counted[1] == counted[0] + n
+    assert {(b["test"], b["node"]): b["gbps"] for b in bw.rows(warm, 1)[0]} == \
+        {k: v["gbps"] for k, v in recs.items()}

@@ -156,3 +156,19 @@ def test_a_booted_detailed_run_prices_from_the_experiment_s_marker(tmp_path, mon
             execute.execute(prep, FakeBuilt(), db.connect(tmp_path / f"r{boot}.db"), tmp_path / f"r{boot}.db",
                             runs_dir=tmp_path / "runs", userland=archive)
     assert seen == [True, False]
+
+
+def test_a_warm_up_reaches_the_plugin_and_the_run_key_only_when_asked(tmp_path):
+    from pipeline.execute import prepare
+    from pipeline.spec import InputError, RunSpec
+    t = topologies.load("x86-2s")
+    assert "plugin.warmup_insns 5000000" in T.config_text(t, "detailed", tmp_path / "o.json", warmup_insns=5_000_000)
+    assert "warmup" not in T.config_text(t, "detailed", tmp_path / "o.json")
+    cold = prepare(RunSpec(topology="x86-2s", experiment="bwprobe", timing="detailed"))
+    warm = prepare(RunSpec(topology="x86-2s", experiment="bwprobe", timing="detailed", warmup_insns=10**7))
+    assert warm.key != cold.key   # other figures: its own key; a run without one keeps its old key
+    for bad in (dict(timing="fast", warmup_insns=10), dict(timing="detailed", warmup_insns=-1)):
+        with pytest.raises(InputError, match="--warmup-insns: expected a positive instruction count"):
+            prepare(RunSpec(topology="x86-2s", experiment="bwprobe", **bad))
+    with pytest.raises(InputError, match="--warmup-insns: a restored run's"):
+        prepare(RunSpec(topology="x86-2s", experiment="bwprobe", timing="detailed", warmup_insns=10, boot=True))

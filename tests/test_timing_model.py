@@ -295,3 +295,27 @@ def test_engine_and_model_use_one_cycle_even_at_a_rounding_tie(lib, tmp_path):
         assert f"cycle-ps={res['cycle_ps']}," in " ".join(qemu.clock_args(t, "icount"))
     finally:
         m.close()
+
+
+def test_a_warm_up_keeps_the_caches_warm_and_drops_what_it_counted(gs8):
+    """vm_warmup_done (plugin.warmup_insns): lines touched in the warm-up stay
+    cached, so the measured accesses hit; the counters, the hop histogram and
+    the resources' busy time start from the end of the warm-up."""
+    t = gs8.topo
+    lib, m = gs8.lib, gs8.m
+    lib.vm_warmup_done.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
+    lines = [node_addr(t, 1, k * 64) for k in range(8)]
+    lib.vm_insns(m, 0, 500, 2)
+    for a in lines:
+        assert gs8.access(0, a) > 0                       # cold: remote misses
+    lib.vm_warmup_done(m, 500)
+    lib.vm_insns(m, 0, 100, 2)
+    assert all(gs8.access(0, a) == 0 for a in lines)     # warm: L1 hits, no miss left to count
+    gs8.access(0, node_addr(t, 2, 1 << 20))              # one miss after the warm-up
+    res = gs8.results()
+    cpu = res["cpus"][0]
+    assert (cpu["insns"], cpu["misses"], cpu["l1_hits"]) == (100, 1, 8)
+    assert sum(h["misses"] for h in res["hops"]) == 1
+    assert res["warmup_insns"] == 500 and res["warmup_end_ps"] > 0
+    # the model's clock itself runs on: the measured time is only what came after
+    assert 0 < cpu["time_ps"] < res["warmup_end_ps"]

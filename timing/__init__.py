@@ -137,13 +137,15 @@ def check(topo, mode: str, qemu_mode: str = "icount") -> None:
 
 def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir: Path | None = None,
                 interval: int = 100_000_000, qemu_mode: str = "icount", stalls: bool = True,
-                price_from_marker: bool = False) -> str:
+                price_from_marker: bool = False, warmup_insns: int = 0) -> str:
     """stalls: in detailed mode, charge every access's modeled latency beyond
     an L1 hit to the running vCPU's clock (our QEMU's series), so the guest
     feels it; without per-vCPU clocks (mttcg) QEMU refuses them.
     price_from_marker: a booted detailed run counts instructions through the
     boot and prices from the guest's marker where the experiment begins
-    (x86 guests; a restored run is priced from the restore)."""
+    (x86 guests; a restored run is priced from the restore).
+    warmup_insns: the first instructions priced (all vCPUs together) only
+    warm the model; its figures count from the end of the warm-up."""
     check(topo, mode, qemu_mode)
     caches = {c.name: c for c in topo.caches}
     l1, l2 = caches["l1d"], caches["l2"]
@@ -162,6 +164,8 @@ def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir
         lines.append(f"plugin.stalls {'on' if stalls and qemu_mode == 'icount' else 'off'}")
         if price_from_marker:
             lines.append("plugin.price_from_marker on")
+        if warmup_insns:
+            lines.append(f"plugin.warmup_insns {int(warmup_insns)}")
     if bbv_dir:
         lines += [f"plugin.bbv_dir {bbv_dir}", f"plugin.interval {interval}"]
     for n in range(topo.nodes):

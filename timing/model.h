@@ -81,6 +81,10 @@ uint64_t vm_cpu_time_ps(const model_t *m, int cpu);
 /* Writes every result as JSON to the config's `out` path (or to path if
  * not NULL). Returns 0 on success. */
 int vm_write_results(model_t *m, const char *path);
+/* The end of a warm-up of `insns` instructions (plugin.warmup_insns): what
+ * the machine holds (caches, directory, outstanding misses, streams, queues)
+ * stays warm; every figure counted so far is dropped from the results. */
+void vm_warmup_done(model_t *m, uint64_t insns);
 
 /* Bytes of model state allocated (caches, directory, tables), and bytes of
  * the directory actually touched so far (it is allocated lazily). */

@@ -70,6 +70,7 @@ typedef struct {
     core_t k;           /* outstanding misses, store buffer, streams (model_core.h) */
     int node;
     counters_t c;
+    counters_t warm;    /* c at the end of the warm-up (vm_warmup_done): reported counters are c - warm */
     uint64_t kind_insns[VM_KINDS];  /* per CPU: fast mode may run vCPUs on several host threads */
     uint64_t window_start_ps;
     int ph_active;
@@ -103,6 +104,8 @@ struct model {
     size_t nroute_links;
     /* queueing: resources 0..nnodes-1 are memory controllers, then links */
     uint64_t *busy_ps, *busy_total_ps, *qdelay_ps, mem_service_ps, *link_req_ps, *link_data_ps;
+    uint64_t *busy_warm_ps;   /* each resource's busy time at the end of the warm-up */
+    uint64_t warmup_insns, warmup_end_ps;   /* plugin.warmup_insns, and when it ended (CPU 0's model time) */
     uint64_t window_misses, windows;
     /* bandwidth: per resource, CAL_SLOTS buckets of CAL_BUCKET_PS (tag: bucket number, used: ps taken) */
     uint64_t *cal_tag;

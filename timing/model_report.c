@@ -73,8 +73,10 @@ static int cmp_symord(const void *a, const void *b) {
 static void write_cpus(FILE *f, const model_t *m) {
     fprintf(f, "\"cpus\":[");
     for (int c = 0; c < m->ncpus; c++) {
+        counters_t d;
+        diff(&d, &m->cpu[c].c, &m->cpu[c].warm);  /* c itself is state too (time_ps, insns) */
         fprintf(f, "%s\n{\"cpu\":%d,\"node\":%d,", c ? "," : "", c, m->cpu[c].node);
-        json_counters(f, &m->cpu[c].c);
+        json_counters(f, &d);
         fputc('}', f);
     }
     fputc(']', f);
@@ -139,7 +141,7 @@ static void write_resources(FILE *f, const model_t *m) {
         int mem = r < m->nnodes;
         fprintf(f, "%s{\"kind\":\"%s\",\"src\":%d,\"dst\":%d,\"busy_ps\":%" PRIu64 "}", r ? "," : "",
                 mem ? "mem" : "link", mem ? r : m->link_src[r - m->nnodes], mem ? r : m->link_dst[r - m->nnodes],
-                m->busy_total_ps[r] + m->busy_ps[r]);
+                m->busy_total_ps[r] + m->busy_ps[r] - m->busy_warm_ps[r]);
     }
     fputc(']', f);
 }
@@ -181,6 +183,31 @@ static void write_phases(FILE *f, const model_t *m) {
     fputc(']', f);
 }
 
+void vm_warmup_done(model_t *m, uint64_t insns) {
+    for (int c = 0; c < m->ncpus; c++) {
+        cpu_t *p = &m->cpu[c];
+        p->warm = p->c;
+        memset(p->kind_insns, 0, sizeof p->kind_insns);
+        p->ph_start = p->c;  /* a phase open now is counted from here */
+        p->nph = 0;          /* phases that ended during the warm-up were not priced */
+    }
+    for (int r = 0; r < m->nnodes + m->nlinks; r++) m->busy_warm_ps[r] = m->busy_total_ps[r] + m->busy_ps[r];
+    memset(m->matrix_n, 0, sizeof m->matrix_n);
+    memset(m->matrix_ps, 0, sizeof m->matrix_ps);
+    memset(m->hop_n, 0, sizeof m->hop_n);
+    memset(m->hop_ps, 0, sizeof m->hop_ps);
+    memset(m->hist, 0, sizeof m->hist);
+    memset(m->c2c_hops, 0, sizeof m->c2c_hops);
+    memset(m->lock_n, 0, sizeof m->lock_n);
+    memset(m->lock_ps, 0, sizeof m->lock_ps);
+    memset(m->kind, 0, sizeof m->kind);
+    memset(m->sym, 0, m->nsym * sizeof *m->sym);
+    m->unmapped = 0;
+    m->windows = 0;
+    m->warmup_insns = insns;
+    m->warmup_end_ps = m->cpu[0].c.time_ps;
+}
+
 /* Written to <out>.partial and renamed, so a reader never sees half a file. */
 int vm_write_results(model_t *m, const char *path) {
     const char *out = path ? path : m->out;
@@ -189,9 +216,10 @@ int vm_write_results(model_t *m, const char *path) {
     FILE *f = fopen(tmp, "w");
     if (!f) return -1;
     fprintf(f, "{\"format\":%d,\"mode\":\"%s\",\"cycle_ps\":%" PRIu64 ",\"l2_ps\":%" PRIu64 ",\"ctrl_ps\":%" PRIu64
-               ",\"half_hop_ps\":%" PRIu64 ",\"state_bytes\":%zu,\"windows\":%" PRIu64 ",\"unmapped\":%" PRIu64 ",\n",
+               ",\"half_hop_ps\":%" PRIu64 ",\"state_bytes\":%zu,\"windows\":%" PRIu64 ",\"unmapped\":%" PRIu64
+               ",\"warmup_insns\":%" PRIu64 ",\"warmup_end_ps\":%" PRIu64 ",\n",
             RESULTS_FORMAT, m->detailed ? "detailed" : "fast", m->cycle_ps, m->l2_ps, m->ctrl_ps, m->half_hop_ps,
-            vm_state_bytes(m), m->windows, m->unmapped);
+            vm_state_bytes(m), m->windows, m->unmapped, m->warmup_insns, m->warmup_end_ps);
     write_cpus(f, m);
     fprintf(f, ",\n");
     write_kinds(f, m);

@@ -58,6 +58,7 @@ static void init_queueing(model_t *m, const cfg_t *cf) {
     m->busy_ps = calloc(nres, sizeof(uint64_t));
     m->busy_total_ps = calloc(nres, sizeof(uint64_t));
     m->qdelay_ps = calloc(nres, sizeof(uint64_t));
+    m->busy_warm_ps = calloc(nres, sizeof(uint64_t));
     m->mem_service_ps = (uint64_t)(cf->line_bytes / cf->mem_bw * 1000.0 + 0.5);
     m->cal_tag = calloc((size_t)nres * CAL_SLOTS, sizeof(uint64_t));
     m->cal_used = calloc((size_t)nres * CAL_SLOTS, sizeof(uint32_t));
@@ -127,6 +128,7 @@ void vm_model_free(model_t *m) {
     free(m->busy_ps);
     free(m->busy_total_ps);
     free(m->qdelay_ps);
+    free(m->busy_warm_ps);
     free(m->cal_tag);
     free(m->cal_used);
     free(m->link_req_ps);

@@ -69,6 +69,13 @@ static int detailed, is_x86, is_alpha;
  * experiment, starts the pricing (qemu_plugin_reset retranslates every block
  * with the memory callbacks). A restored run is priced from the restore. */
 static int pricing = 1;
+/* plugin.warmup_insns N (restored runs): the first N instructions after the
+ * restore (all vCPUs together) are priced as always (the guest feels the
+ * same stalls, so its own figures are those of a run without a warm-up), but
+ * what the model counted over them is dropped at the end (vm_warmup_done):
+ * the run's model figures leave out the cold start of caches, directory and
+ * streams. The experiment's marker (VMLAB_OP_PRICE) ends it at the latest. */
+static uint64_t warmup_total, warmup_left;
 static qemu_plugin_id_t plugin_id;
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
 static void at_exit(qemu_plugin_id_t id, void *ud);
@@ -159,6 +166,10 @@ static void tb_exec(unsigned int vcpu, void *ud) {
     if (stalls && !(sync_tick[vcpu]++ & 15)) vm_sync_time(M, (int)vcpu, qemu_plugin_vcpu_clock_ps());
     uint64_t ps = vm_insns(M, (int)vcpu, t->n, (int)t->kind);  /* non-zero: a full reorder window */
     if (ps && stalls) qemu_plugin_vcpu_stall_ps(ps);
+    if (warmup_left && pricing) {  /* one thread: detailed runs round-robin (icount) */
+        warmup_left = warmup_left > t->n ? warmup_left - t->n : 0;
+        if (!warmup_left) vm_warmup_done(M, warmup_total);
+    }
     if (bbv) bbv_count(vcpu, t);
 }
 
@@ -206,6 +217,10 @@ static void magic(unsigned int vcpu, void *ud) {
     uint64_t rax = read_reg(r_rax);
     if ((rax >> 8) != VMLAB_PHASE_MAGIC) return;
     if ((rax & 0xff) == VMLAB_OP_PRICE) {
+        if (warmup_left) {  /* the experiment starts here: a warm-up never runs into it */
+            vm_warmup_done(M, warmup_total - warmup_left);
+            warmup_left = 0;
+        }
         if (!pricing) {
             pricing = 1;
             qemu_plugin_reset(plugin_id, reinstall);
@@ -328,6 +343,7 @@ static int read_plugin_keys(const char *path) {
             else if (!strcmp(key, "plugin.interval")) interval = strtoull(val, NULL, 10);
             else if (!strcmp(key, "plugin.stalls")) stalls = !strcmp(val, "on");
             else if (!strcmp(key, "plugin.price_from_marker")) pricing = strcmp(val, "on") != 0;
+            else if (!strcmp(key, "plugin.warmup_insns")) warmup_total = warmup_left = strtoull(val, NULL, 10);
         }
     fclose(f);
     return 0;
