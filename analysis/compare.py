@@ -65,9 +65,8 @@ def figures(con: sqlite3.Connection, run_id: int) -> dict[str, tuple[float, str]
     if k is not None:
         out["kswapd.cpu_s"] = (float(k), "s")
     exp = con.execute("SELECT experiment FROM runs WHERE id = ?", (run_id,)).fetchone()
-    res = experiments.results_module(exp[0]) if exp else None
-    if hasattr(res, "compare_figures"):
-        out.update(res.compare_figures(con, run_id))
+    if exp:
+        out.update(experiments.results(exp[0]).compare_figures(con, run_id))
     return out
 
 

@@ -64,7 +64,7 @@ def _parts(con: sqlite3.Connection) -> list[tuple[str, list[str], int]]:
     if con.execute("SELECT 1 FROM sqlite_master WHERE name = 'schema_parts'").fetchone():
         have = dict(con.execute("SELECT part, version FROM schema_parts").fetchall())
     return [(f"experiment {n}", m.SCHEMA, have.get(f"experiment {n}", 0))
-            for n, m in experiments.all_results().items() if getattr(m, "SCHEMA", None)]
+            for n in experiments.all_results() if (m := experiments.results(n)).SCHEMA]
 
 
 def _newer_part(path, parts) -> None:

@@ -21,9 +21,7 @@ def ingest(con, run_id: int, parsed, topo) -> None:
     _snapshots(con, run_id, parsed)
     exp = con.execute("SELECT experiment FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
     _reproducer_records(con, run_id, parsed, exp)
-    results = experiments.results_module(exp)
-    if hasattr(results, "ingest"):
-        results.ingest(con, run_id, parsed, topo)
+    experiments.results(exp).ingest(con, run_id, parsed, topo)
 
 
 def _machine(con, run_id, parsed, topo) -> None:

@@ -213,16 +213,14 @@ def render(con, run_id: int) -> str:
     _guest_view(con, run_id, r, w)
     # the experiment's own part (experiments/<name>/results.py): its figures
     # before the per-node table, its verdict after the reclaim counters
-    res = experiments.results_module(r["experiment"])
-    if hasattr(res, "figures"):
-        res.figures(con, run_id, r, params, w)
+    res = experiments.results(r["experiment"])
+    res.figures(con, run_id, r, params, w)
     _nodes(con, run_id, r, params, w)
     _reclaim(con, run_id, w)
-    if hasattr(res, "verdict"):
-        res.verdict(con, run_id, r, params, w)
-    _reproducer(con, run_id, w, expect_sanity=getattr(res, "SANITY", False))
+    res.verdict(con, run_id, r, params, w)
+    _reproducer(con, run_id, w, expect_sanity=res.SANITY)
     timing_summary.render(con, run_id, w)
-    table_name = getattr(res, "QUERY_TABLE", "records")
+    table_name = res.QUERY_TABLE
     if r["ingest_errors"]:
         w(f"records: {r['ingest_errors']} malformed record line(s); see metrics ingest_error_*")
     w(f"log:     {r['log_path']}")

@@ -42,6 +42,7 @@ from experiments.limits import (  # noqa: F401  (re-exported)
 from experiments.manifest import (  # noqa: F401  (re-exported)
     KERNEL_DEFAULT, MANIFEST, PARAM, PROGRESS, REQUIRED, TYPES, Param, check_manifest, parse_params, shown)
 from experiments.metrics import Metric, find, parse_metrics  # noqa: F401 (re-exported)
+from experiments.results_hooks import ResultsHooks, hooks
 
 HERE = Path(__file__).resolve().parent
 LIB = HERE / "lib"  # the guest library: vmlab.h, vmlab_facts.h and the .c files of libvmlab.a
@@ -171,6 +172,12 @@ def all_results() -> dict[str, ModuleType]:
     """Every experiment's results module: the schema machinery applies
     their SCHEMA to every database."""
     return {n: m for n in available() if (m := results_module(n)) is not None}
+
+
+def results(name: str) -> ResultsHooks:
+    """experiments/<name>/results.py through its declared protocol
+    (experiments/results_hooks.py): every hook there, a default for the rest."""
+    return hooks(name, results_module(name))
 
 
 def load(name: str) -> Experiment:

@@ -215,3 +215,27 @@ def test_every_shipped_experiment_resolves_with_its_defaults(topo):
     for name in E.available():
         p = E.load(name).resolve(t, {})
         assert 0 < p.timeout_s <= E.MAX_TIMEOUT_S
+
+
+def test_results_modules_are_read_through_their_declared_hooks():
+    """experiments/results_hooks.py: each shipped results.py conforms; what it
+    does not declare gets a default; a misshapen hook is one error naming it."""
+    import types
+    from experiments import results_hooks as H
+    for name in E.available():
+        h = E.results(name)
+        mod = E.results_module(name)
+        assert h.QUERY_TABLE == getattr(mod, "QUERY_TABLE", "records")
+        assert h.SCHEMA == tuple(getattr(mod, "SCHEMA", ()))
+    assert E.results("latprobe").compare_figures(None, 1) == {}    # latprobe declares none
+    assert E.results("no_such").QUERY_TABLE == "records"
+    bad = types.ModuleType("fake")
+    bad.__file__ = "experiments/fake/results.py"
+    bad.verdict = lambda con, run_id: None
+    with pytest.raises(E.ExperimentError, match=r"experiments/fake/results.py: verdict: expected a function of "
+                                                r"\(con, run_id, r, params, w\)"):
+        H.hooks("fake", bad)
+    bad2 = types.ModuleType("fake")
+    bad2.SANITY = "yes"
+    with pytest.raises(E.ExperimentError, match="SANITY: expected bool"):
+        H.hooks("fake", bad2)

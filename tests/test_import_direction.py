@@ -17,7 +17,7 @@ Where the folders are not the whole story:
   experiment's folder (its tables, ingest, summary part): they may import
   analysis helpers, but only ones that do not call them back. That is the
   cycle check: experiments/__init__.py loads them by name
-  (results_module(), all_results()), which counts as an import of each, so
+  (results_module(), all_results(), results()), which counts as an import of each, so
   a results module importing an analysis module that goes through that
   loader (analysis.summary, analysis.db, ...) is a cycle. The loader is
   workload code that hands out results-stage modules, so only the results
@@ -69,7 +69,7 @@ FILES = [(p, name) for name, parts in STAGES for p in parts if "/" in p]
 EXTRA_SOURCES = ("scons-wrapper/SConstruct",)
 # experiments/__init__.py's loader of results modules (see the docstring)
 LOADER = "experiments"
-LOADER_CALLS = {"results_module", "all_results"}
+LOADER_CALLS = {"results_module", "all_results", "results"}
 
 
 @functools.lru_cache(maxsize=None)
