@@ -173,6 +173,7 @@ int main(int argc, char **argv)
 	vl_metric("qsbench.majflt", (double)ch.ru_majflt, "faults");
 	vl_metric("qsbench.kswapd_s", (double)(ks1 - ks0) / tck, "s");
 	vl_metric("qsbench.pswpout", (double)(v1[5] - v0[5]), "pages");
+	vl_metric("qsbench.pswpin", (double)(v1[4] - v0[4]), "pages");
 
 	vl_sanity sc = vl_sanity_begin(PROG);
 	vl_sanity_check(&sc, "sorted", !bad && got == procs, (double)(procs - bad), "every process sorted its share");
