@@ -1,5 +1,5 @@
-"""What the report's figures are built with (analysis/plots.py has the
-figures): the Figure a builder returns, the log of the SQL it ran (the
+"""What the report's figures are built with (each experiment's figures are in
+its folder, experiments/<name>/plots.py; analysis/plots.py finds them): the Figure a builder returns, the log of the SQL it ran (the
 report prints it under the figure), saving a PNG and an SVG, a run's kernel
 label and hops from its pinned CPU, and one line per kernel."""
 from __future__ import annotations
@@ -81,7 +81,7 @@ def hops_from_cpu(run) -> list[int] | None:
     return list(topo.hops[cpu // topo.cpus_per_node])
 
 
-# --- one line per kernel (kvio, forkstorm) -------------------------------------------
+# --- one line per kernel (experiments' figures that compare kernels: kvio, forkstorm) ---------------
 def lines(rows, x: str, y: str) -> dict[str, dict]:
     """kernel -> {"runs": ids, "x": [...], "y": [mean y at each x]}."""
     acc: dict[str, dict] = {}

@@ -12,15 +12,17 @@
 - results.py (optional): the experiment's own tables (SCHEMA, versioned,
   applied by analysis/db.py), their ingest from records, its part of the run
   summary and its comparison figures. See experiments/memeater/results.py.
+- plots.py (optional): its figures in the HTML report (FIGURES, PLACE,
+  ORDER; read by analysis/plots.py). See experiments/memeater/plots.py.
 
 The modules here, lowest first (each imports only modules above it):
 - errors.py: ExperimentError (a leaf, raised by all the others)
 - expr.py: the expression language of sizes, bounds and checks
 - limits.py: what the guest or the run cannot take
 - manifest.py: the manifest's schema and its typed parameters (Param)
-- this file: the registry (available, load, results_module), an
-  Experiment resolved against a topology into a Plan, and the names callers
-  use as experiments.X
+- this file: the registry (available, load, results_module, plots_module),
+  an Experiment resolved against a topology into a Plan, and the names
+  callers use as experiments.X
 - facts.py, records.py: the protocol of guest, host and model (they import
   nothing of vmlab but each other; see tests/test_import_direction.py)
 """
@@ -166,6 +168,16 @@ def results_module(name: str) -> ModuleType | None:
             or not (HERE / name / "results.py").is_file():
         return None
     return importlib.import_module(f"experiments.{name}.results")
+
+
+def plots_module(name: str) -> ModuleType | None:
+    """experiments/<name>/plots.py (its report figures, run by
+    analysis/plots.py), or None: no such experiment or one without figures
+    of its own."""
+    if not name.isidentifier() or not (HERE / name / "manifest.toml").is_file() \
+            or not (HERE / name / "plots.py").is_file():
+        return None
+    return importlib.import_module(f"experiments.{name}.plots")
 
 
 def all_results() -> dict[str, ModuleType]:

@@ -13,15 +13,16 @@ Where the folders are not the whole story:
   experiments/lib/vmlab_facts.h, and the tagged console records built on
   them). They are the lowest level: every stage may import them, and they
   import nothing of vmlab but each other.
-- experiments/<name>/results.py are results-stage code kept in the
-  experiment's folder (its tables, ingest, summary part): they may import
-  analysis helpers, but only ones that do not call them back. That is the
-  cycle check: experiments/__init__.py loads them by name
-  (results_module(), all_results(), results()), which counts as an import of each, so
-  a results module importing an analysis module that goes through that
-  loader (analysis.summary, analysis.db, ...) is a cycle. The loader is
-  workload code that hands out results-stage modules, so only the results
-  stage and after may call it.
+- experiments/<name>/results.py and experiments/<name>/plots.py are
+  results-stage code kept in the experiment's folder (its tables, ingest,
+  summary part; its report figures): they may import analysis helpers, but
+  only ones that do not call them back. That is the cycle check:
+  experiments/__init__.py loads them by name (results_module(),
+  all_results(), results(); plots_module()), which counts as an import of
+  each, so such a module importing an analysis module that goes through
+  that loader (analysis.summary, analysis.db, analysis.plots, ...) is a
+  cycle. The loader is workload code that hands out results-stage modules,
+  so only the results stage and after may call it.
 - run.py is the front door over every stage and may import anything; it
   is not read. Nor is tests/.
 """
@@ -59,7 +60,7 @@ STAGES = (
     ("workload", ("experiments",)),
     ("timing", ("timing",)),
     ("build", ("scons-wrapper",)),
-    ("results", ("analysis", "experiments/*/results.py")),
+    ("results", ("analysis", "experiments/*/results.py", "experiments/*/plots.py")),
     ("bootstrap", ("bootstrap",)),
     ("pipeline", ("pipeline",)),
 )
@@ -67,9 +68,11 @@ RANK = {name: i for i, (name, _) in enumerate(STAGES)}
 FOLDERS = {p: name for name, parts in STAGES for p in parts if "/" not in p}
 FILES = [(p, name) for name, parts in STAGES for p in parts if "/" in p]
 EXTRA_SOURCES = ("scons-wrapper/SConstruct",)
-# experiments/__init__.py's loader of results modules (see the docstring)
+# experiments/__init__.py's loader of results-stage modules (see the docstring): the
+# function that loads each such file
 LOADER = "experiments"
-LOADER_CALLS = {"results_module", "all_results", "results"}
+LOADER_CALLS = {"results_module", "all_results", "results", "plots_module"}
+LOADED_BY = {"results": "results_module", "plots": "plots_module"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -152,9 +155,9 @@ def cycles(srcs: dict[str, str]) -> list[str]:
     for src, line, text, dst in edges:
         if dst != src:
             out_edges[src].append((dst, f"{files[src]}:{line}: `{text}`"))
-    for m, rel in files.items():  # the loader imports every results module by name
+    for m, rel in files.items():  # the loader imports every results-stage module by name
         if stage_of(rel) == "results" and m.startswith(LOADER + "."):
-            out_edges[LOADER].append((m, f"{files[LOADER]}: results_module() loads {m}"))
+            out_edges[LOADER].append((m, f"{files[LOADER]}: {LOADED_BY[m.rsplit('.', 1)[1]]}() loads {m}"))
     found, state, path = [], {}, []
 
     def visit(m):
@@ -176,8 +179,8 @@ def cycles(srcs: dict[str, str]) -> list[str]:
 
 
 def loader_calls(srcs: dict[str, str]) -> list[str]:
-    """The loader hands out results-stage modules: only the results stage and
-    after may call it."""
+    """The loader hands out results-stage modules (results.py, plots.py):
+    only the results stage and after may call it."""
     out = []
     for rel, text in srcs.items():
         if module_name(rel) == LOADER or RANK[stage_of(rel)] >= RANK["results"]:
@@ -242,6 +245,10 @@ def test_the_checks_see_what_they_look_for(srcs):
     planted["experiments/memeater/results.py"] += "\nfrom analysis.summary import render\n"
     assert any("analysis/summary.py" in x and "experiments/memeater/results.py" in x for x in cycles(planted))
     planted = dict(srcs)
+    planted["experiments/kvio/plots.py"] += "\nfrom analysis.plots import build\n"
+    assert any("analysis/plots.py" in x and "plots_module() loads experiments.kvio.plots" in x
+               for x in cycles(planted))
+    planted = dict(srcs)
     planted["topologies/routes.py"] += "\nfrom topologies import torus_coords\n"
     assert any("topologies/routes.py" in x and "topologies/__init__.py" in x for x in cycles(planted))
     planted = dict(srcs)
@@ -249,5 +256,7 @@ def test_the_checks_see_what_they_look_for(srcs):
     assert runs_front_door(planted) == ["timing/bench.py:2: names 'run.py' (timing runs the front door)"]
     planted["configs/x.py"] = "import experiments\nexperiments.results_module('memeater')\n"
     assert loader_calls(planted) == ["configs/x.py:2: results_module (the results modules' loader) from engine"]
+    planted["configs/x.py"] = "from experiments import plots_module\nplots_module('kvio')\n"
+    assert loader_calls(planted) == ["configs/x.py:2: plots_module (the results modules' loader) from engine"]
     assert stage_of("experiments/facts.py") == "protocol" and stage_of("experiments/kvio/results.py") == "results"
-    assert stage_of("experiments/__init__.py") == "workload"
+    assert stage_of("experiments/kvio/plots.py") == "results" and stage_of("experiments/__init__.py") == "workload"

@@ -6,6 +6,7 @@ import json
 import re
 import struct
 import subprocess
+import types
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,10 @@ import pytest
 import timing
 import topologies as T
 from analysis import db, plot_kit, plots, report
+import experiments
+from experiments.forkstorm import plots as forkstorm_plots
+from experiments.latprobe import plots as latprobe_plots
+from experiments.memeater import plots as memeater_plots
 from experiments import records as R
 from analysis.rows import insert
 from experiments import facts
@@ -182,6 +187,47 @@ def test_page_figures_and_images_on_disk(built):
     assert "http" not in "".join(re.findall(r'(?:src|href)="([^"]+)"', page))  # self-contained
 
 
+def test_each_experiment_draws_its_own_figures_in_the_report_order(built):
+    """experiments/<name>/plots.py, found through experiments.plots_module():
+    memeater's and latprobe's figures before the kernel-comparison tables,
+    kvio's and forkstorm's after, in that order."""
+    mine = {p: [(exp, f"{fn.__module__}.{fn.__name__}") for exp, fn in plots.builders(p)] for p in plots.PLACES}
+    assert mine == {"before": [("memeater", "experiments.memeater.plots.memeater_chunks"),
+                               ("memeater", "experiments.memeater.plots.memeater_free"),
+                               ("latprobe", "experiments.latprobe.plots.latprobe")],
+                    "after": [("kvio", "experiments.kvio.plots.kvio"),
+                              ("forkstorm", "experiments.forkstorm.plots.forkstorm")]}
+    _, _, out = built
+    page = (out / "index.html").read_text()
+    assert re.findall(r"<figure id=([\w-]+)>", page) == list(EXPECTED)
+    assert page.index("<figure id=fig-latprobe>") < page.index("<section class=compare") \
+        < page.index("<figure id=fig-kvio>")
+    # no such experiment, a name that is no experiment's, or one without figures of its own
+    assert all(experiments.plots_module(n) is None for n in ("no_such", "lib", "../memeater", "memeater.plots", "",
+                                                             "bwprobe"))
+
+
+def test_a_misshapen_plots_module_is_one_error_naming_its_file():
+    def fake(**over):
+        m = types.ModuleType("experiments.fake.plots")
+        m.__file__ = "experiments/fake/plots.py"
+        m.FIGURES, m.PLACE, m.ORDER = (lambda con, runs, out: [],), "after", 5
+        for k, v in over.items():
+            setattr(m, k, v)
+        return m
+
+    assert plots.declared(fake())[1:] == ("after", 5)
+    for over, msg in (({"FIGURES": ()}, "FIGURES: expected a tuple of figure builders"),
+                      ({"FIGURES": (print, 3)}, "FIGURES: expected a tuple of figure builders"),
+                      ({"FIGURES": (lambda con, runs: [],)}, r"FIGURES: <lambda>: expected a function of \(con, runs, "
+                                                             r"out\)"),
+                      ({"PLACE": "middle"}, "PLACE: expected one of 'before', 'after', got 'middle'"),
+                      ({"ORDER": "1"}, "ORDER: expected an int, got '1'"), ({"ORDER": True}, "ORDER: expected an int"),
+                      ({"ORDER": None}, "ORDER: expected an int, got None")):  # None: as if it were not declared
+        with pytest.raises(experiments.ExperimentError, match=r"^experiments/fake/plots.py: " + msg):
+            plots.declared(fake(**over))
+
+
 def test_captions_name_runs_and_the_sql_that_ran(built):
     _, ids, out = built
     figs = figure_blocks((out / "index.html").read_text())
@@ -229,8 +275,8 @@ def test_compare_tables_per_kernel_group(built):
 def test_free_matrix_is_node_by_chunk_sequence(built):
     tmp, ids, _ = built
     con = db.connect(tmp / "r.db", readonly=True)
-    rows = con.execute(plots.FREE_SQL.format(ids=ids["mem_vanilla"])).fetchall()
-    m, where = plots.free_matrix(rows, 8)
+    rows = con.execute(memeater_plots.FREE_SQL.format(ids=ids["mem_vanilla"])).fetchall()
+    m, where = memeater_plots.free_matrix(rows, 8)
     assert m.shape == (8, 3 * 16)
     assert where[0] == (0, 0) and where[16] == (1, 0) and where[-1] == (2, 15)
     seq20 = {r["node"]: r["free_kib"] for r in rows if r["seq"] == 20}
@@ -238,7 +284,7 @@ def test_free_matrix_is_node_by_chunk_sequence(built):
     # nodes fill in hop order from CPU 0's node: node 0 first, a 3-hop node not at all
     assert m[0, 1] < m[0, 0] and np.isclose(m[6, -1], 58.0)
     # a node the guest did not sample stays empty, and more nodes than the run's still fit
-    m2, _ = plots.free_matrix([{"seq": 0, "cycle": 0, "chunk": 0, "node": 9, "free_kib": 2048}], 8)
+    m2, _ = memeater_plots.free_matrix([{"seq": 0, "cycle": 0, "chunk": 0, "node": 9, "free_kib": 2048}], 8)
     assert m2.shape == (10, 1) and m2[9, 0] == 2.0 and np.isnan(m2[0, 0])
 
 
@@ -246,7 +292,7 @@ def test_chunk_hops_come_from_the_runs_topology(built):
     tmp, ids, _ = built
     con = db.connect(tmp / "r.db", readonly=True)
     runs = con.execute("SELECT * FROM runs WHERE id = ?", (ids["mem_vanilla"],)).fetchall()
-    s = plots.chunk_series(con, runs)[ids["mem_vanilla"]]
+    s = memeater_plots.chunk_series(con, runs)[ids["mem_vanilla"]]
     hops = T.load("gs1280-8").hops[0]
     mains = [x[0] for x in con.execute("SELECT main_node FROM chunk_times WHERE run_id = ? ORDER BY cycle, chunk",
                                        (ids["mem_vanilla"],))]
@@ -260,7 +306,7 @@ def test_latency_lines_per_topology(built):
     tmp, ids, _ = built
     con = db.connect(tmp / "r.db", readonly=True)
     runs = con.execute("SELECT * FROM runs WHERE experiment = 'latprobe'").fetchall()
-    data = plots.latency_by_hops(con, runs)
+    data = latprobe_plots.latency_by_hops(con, runs)
     assert set(data) == {"gs1280-8", "x86-2s"}
     gs = data["gs1280-8"]["load"]
     assert gs["topology"][3] == [72.0 + 3 * 21.6]           # node 6: 3 hops from node 0
@@ -275,7 +321,7 @@ def test_forkstorm_lines_per_kernel_against_cpus(built):
     tmp, ids, _ = built
     con = db.connect(tmp / "r.db", readonly=True)
     fork = [v for k, v in ids.items() if k.startswith("fork_")]
-    rows = con.execute(plots.FORKSTORM_SQL.format(ids=plot_kit.id_list(fork))).fetchall()
+    rows = con.execute(forkstorm_plots.FORKSTORM_SQL.format(ids=plot_kit.id_list(fork))).fetchall()
     jobs, locks = plot_kit.lines(rows, "cpus", "jobs_per_min"), plot_kit.lines(rows, "cpus", "contentions")
     assert jobs["vanilla"]["x"] == [4, 8, 16] and jobs["vanilla"]["y"] == [240, 480, 960]
     assert jobs["rmap-lock-blocking (lockstat)"]["y"] == [280, 560, 1120]
