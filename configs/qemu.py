@@ -82,6 +82,24 @@ def clock_args(topo, mode: str, quantum_ns: int = QUANTUM_NS, vcpu_clocks: bool 
     return ["-accel", "tcg,thread=multi", "-rtc", f"{RTC},clock=host"]
 
 
+# A test hook of the series (x-kick-storm-us, patch 0010): a host thread kicks
+# the running vCPU every random 1..N host us, as RCU and the main loop do now
+# and then. A run with it must repeat one without it, so it is kept out of
+# every key; tests/test_determinism_e2e.py sets it for one run of a pair.
+KICK_STORM_ENV = "VMLAB_X_KICK_STORM_US"
+
+
+def with_test_hooks(cmd: list[str]) -> list[str]:
+    """cmd with the kick storm of $VMLAB_X_KICK_STORM_US (per-vCPU clocks only)."""
+    us = os.environ.get(KICK_STORM_ENV, "")
+    if not us.isdigit() or "-icount" not in cmd:
+        return cmd
+    i = cmd.index("-icount") + 1
+    if "vcpu-clock=on" not in cmd[i]:
+        return cmd
+    return cmd[:i] + [f"{cmd[i]},x-kick-storm-us={int(us)}"] + cmd[i + 1:]
+
+
 def clock_model(topo, mode: str, quantum_ns: int, stalls: bool, vcpu_clocks: bool = True) -> str:
     """How guest time is kept, for the run row and the summary."""
     if mode == "icount" and not vcpu_clocks:

@@ -157,7 +157,8 @@ class QemuEngine(Engine):
                                 data_image=data_img, append=append, hmat=not spec.no_hmat,
                                 plugin=plugin, vcpu_clocks=self.ours,
                                 disk=disk_model if (swap_img or data_img) else None)
-        return Invocation(cmd, qemu.clock_model(topo, spec.qemu_mode, spec.quantum_ns, stalls, vcpu_clocks=self.ours),
+        return Invocation(qemu.with_test_hooks(cmd),
+                          qemu.clock_model(topo, spec.qemu_mode, spec.quantum_ns, stalls, vcpu_clocks=self.ours),
                           spec.quantum_ns if spec.qemu_mode == "icount" and self.ours else None,
                           self.label(built, topo))
 
@@ -192,7 +193,8 @@ class QemuEngine(Engine):
         def command(work: Path):
             images = (snapshot.sparse(work / "swap.img", d.swap_mib), snapshot.sparse(work / "data.img", d.data_mib),
                       snapshot.sparse(work / "job.img", d.job_mib))
-            return self._snapshot_cmd(spec, topo, built, built.kernel_dir / "kernel", boot, images, disk_model)
+            return qemu.with_test_hooks(
+                self._snapshot_cmd(spec, topo, built, built.kernel_dir / "kernel", boot, images, disk_model))
         return snapshot.take(cache, k, command, timeout_s, log)
 
     def snapshot_problem(self, sdir: Path, k: str) -> str | None:
@@ -208,6 +210,7 @@ class QemuEngine(Engine):
                            stalls: bool) -> Invocation:
         cmd = self._snapshot_cmd(spec, topo, built, built.kernel_dir / "kernel", _boot_initrd(cache, built), images,
                                  disk_model, plugin) + snapshot.restore_args(sdir)
+        cmd = qemu.with_test_hooks(cmd)
         return Invocation(cmd, qemu.clock_model(topo, "icount", spec.quantum_ns, stalls) + ", restored from a snapshot",
                           spec.quantum_ns, self.label(built, topo))
 

@@ -105,3 +105,13 @@ def test_seed_and_repeat_perturb_the_guest_kernel_and_nothing_else(monkeypatch):
         base + ["zswap.enabled=1", "vmlab.perturb=7.1"]
     words = {qemu.perturbation(s, r) for s in range(3) for r in range(3)}
     assert len(words) == 9 and "" in words
+
+
+def test_the_kick_storm_hook_reaches_the_icount_option_only(monkeypatch):
+    from configs import qemu
+    cmd = ["qemu", "-icount", "shift=0,sleep=off,vcpu-clock=on,cycle-ps=400", "-m", "1G"]
+    assert qemu.with_test_hooks(cmd) == cmd
+    monkeypatch.setenv(qemu.KICK_STORM_ENV, "20")
+    assert qemu.with_test_hooks(cmd)[2].endswith(",x-kick-storm-us=20") and qemu.with_test_hooks(cmd)[3:] == cmd[3:]
+    upstream = ["qemu", "-icount", "shift=0,sleep=off"]
+    assert qemu.with_test_hooks(upstream) == upstream   # Debian's QEMU has no such option
