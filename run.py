@@ -14,7 +14,7 @@ exec python3 "$0" "$@"
 ./run.py list | show [RUN] | query SQL | build | test
 
 The front door only walks the stages: topologies/ -> experiments/ ->
-scons-wrapper/ (images/) -> configs/ (QEMU) -> analysis/ (SQLite, summary).
+build/ (images/) -> engine/ (QEMU) -> analysis/ (SQLite, summary).
 """
 import argparse
 import importlib
@@ -81,7 +81,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="icount: vCPUs interleave furthest-behind-first, each running until it is this many guest "
                         "ns past the next (default 1000; smaller is more exact for lock hand-offs and slower)")
     p.add_argument("--engine", default="vmlab", choices=["vmlab", "debian"],
-                   help="vmlab: our QEMU (Debian's 10.0.2 source + configs/qemu-patches, default); debian: Debian's "
+                   help="vmlab: our QEMU (Debian's 10.0.2 source + engine/qemu-patches, default); debian: Debian's "
                         "own binary with upstream -icount (one clock for all vCPUs), for comparison (--timing off)")
     p.add_argument("--disk", default=None, metavar="MODEL",
                    help="disk model for swap and data disks, from topologies/disks.toml (default: the topology's); "
@@ -162,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def snapshots_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="./run.py snapshots",
-                                description="The machines' snapshots after boot in the cache (configs/snapshot.py): "
+                                description="The machines' snapshots after boot in the cache (engine/snapshot.py): "
                                             "one per machine, kernel and engine build; a run takes a missing one.")
     p.add_argument("--prune", action="store_true", help="delete them all (each is taken again when a run needs it)")
     return p
@@ -359,7 +359,7 @@ def cmd_build(argv) -> int:
 
 def cmd_snapshots(argv) -> int:
     import json
-    from configs import snapshot
+    from engine import snapshot
     from pipeline.execute import cache_dir
     args = snapshots_parser().parse_args(argv)
     found = snapshot.sizes(cache_dir())

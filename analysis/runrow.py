@@ -35,7 +35,7 @@ class RunStart:
     kernel_config_sha256: str
     kernel_sha256: str
     initramfs_sha256: str
-    # the engine (configs/) and how guest time was kept
+    # the engine (engine/) and how guest time was kept
     engine: str
     engine_version: str
     qemu_mode: str
@@ -49,7 +49,7 @@ class RunStart:
     limitations: str
     # what defines the run, hashed (pipeline/spec.py): a study skips a key already `ok`
     run_key: str | None = None
-    # booted, or restored from the snapshot with this key (configs/snapshot.py)
+    # booted, or restored from the snapshot with this key (engine/snapshot.py)
     start: str = "booted"
     snapshot_key: str | None = None
 

@@ -327,7 +327,7 @@ MIGRATIONS = [
     ALTER TABLE timing_cpu ADD COLUMN unpriced_ps INTEGER NOT NULL DEFAULT 0;
     """,
     # 11: how the run started: booted, or restored from a snapshot taken
-    # after boot (configs/snapshot.py), and that snapshot's key
+    # after boot (engine/snapshot.py), and that snapshot's key
     """
     ALTER TABLE runs ADD COLUMN start TEXT NOT NULL DEFAULT 'booted';
     ALTER TABLE runs ADD COLUMN snapshot_key TEXT;

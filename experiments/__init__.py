@@ -53,7 +53,7 @@ COMMON = HERE / "common.toml"
 
 def lib_sources() -> list[Path]:
     """The guest library's C files, which every guest program links (as
-    libvmlab.a, built per arch by scons-wrapper/SConstruct)."""
+    libvmlab.a, built per arch by build/SConstruct)."""
     return sorted(LIB.glob("*.c"))
 
 

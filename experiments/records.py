@@ -6,7 +6,7 @@ not a record stays in the log and is ignored here. A malformed record is
 reported with its line number and never stops the ingest.
 
 The protocol between guest and host, beside the facts it uses
-(experiments/facts.py), below every stage: the engine (configs/qemu.py)
+(experiments/facts.py), below every stage: the engine (engine/qemu.py)
 reads records as the guest writes them, the results stage stores them.
 """
 from __future__ import annotations

@@ -39,7 +39,7 @@ MODES = {"debian": ["--engine", "debian", "--timing", "off"], "off": ["--timing"
 
 def snapshot_insns(key: str) -> int:
     import json
-    from configs import snapshot
+    from engine import snapshot
     from pipeline.execute import cache_dir
     meta = json.loads((snapshot.directory(cache_dir(), key) / "meta.json").read_text())
     if "vcpu_insns" not in meta:

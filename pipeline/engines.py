@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from configs import qemu, qemu_build, snapshot
+from engine import qemu, qemu_build, snapshot
 
 # What the pipeline catches and reports as bad input (one line, exit 2).
 EngineError = qemu.EngineError
@@ -120,7 +120,7 @@ class Engine(abc.ABC):
 
 
 class QemuEngine(Engine):
-    """ours=True: our QEMU (Debian's 10.0.2 source + configs/qemu-patches/),
+    """ours=True: our QEMU (Debian's 10.0.2 source + engine/qemu-patches/),
     per-vCPU clocks; False: Debian's own binary with upstream -icount."""
     kind = "qemu-tcg"
 
@@ -162,7 +162,7 @@ class QemuEngine(Engine):
                           spec.quantum_ns if spec.qemu_mode == "icount" and self.ours else None,
                           self.label(built, topo))
 
-    # --- boot once, run many (configs/snapshot.py) -------------------------------------
+    # --- boot once, run many (engine/snapshot.py) -------------------------------------
     def boots_only_why(self, spec, topo, swap_mib: int = 0, data_mib: int = 0) -> str | None:
         if spec.boot:
             return "--boot"

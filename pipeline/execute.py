@@ -12,7 +12,6 @@ so a crash, Ctrl-C or a killed worker never leaves records without a status.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import resource
 import shlex
@@ -137,14 +136,9 @@ def limitations(prep: Prepared) -> str:
 
 
 def _wrapper():
-    """scons-wrapper/ is not an importable name: load its front module once."""
-    mod = sys.modules.get("scons_wrapper")
-    if mod is None:
-        spec = importlib.util.spec_from_file_location("scons_wrapper", REPO / "scons-wrapper" / "wrapper.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules["scons_wrapper"] = mod  # its dataclasses look their module up
-        spec.loader.exec_module(mod)
-    return mod
+    """The build stage's front (build/wrapper.py: SCons on build/SConstruct)."""
+    from build import wrapper
+    return wrapper
 
 
 def cache_dir() -> Path:
@@ -165,7 +159,7 @@ def build(prep: Prepared):
 
 
 def take_snapshot(prep: Prepared, built):
-    """The machine's snapshot after boot (configs/snapshot.py), from the
+    """The machine's snapshot after boot (engine/snapshot.py), from the
     cache or taken now, as built.snapshot; a boot that never asked for it
     (panic, hang) comes back as built.snapshot_error, and execute records
     the run failed with that boot's console."""
@@ -222,7 +216,7 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
     on_disk = swap_mib > 0 and plan.params["swap"] == "disk"
     # Sparse images: they cost disk only as the guest writes. A restored
     # machine has all three of the snapshot's disks at its fixed sizes
-    # (configs/snapshot.py); the run uses its own part of them.
+    # (engine/snapshot.py); the run uses its own part of them.
     fixed = prep.engine.snapshot_disks(topo) if restored else None
     swap_img = data_img = job_img = None
     if on_disk or restored:

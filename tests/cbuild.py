@@ -8,7 +8,7 @@ from tests import bootstrapped
 
 BASE = ("-O2", "-Wall", "-Wextra", "-Werror")
 # The guest code's own exceptions to -Wextra, as the image build compiles it
-# (scons-wrapper/SConstruct, GUEST_CFLAGS).
+# (build/SConstruct, GUEST_CFLAGS).
 GUEST = ("-Wno-sign-compare", "-Wno-unused-parameter")
 # A shared library to load with ctypes.
 SHARED = ("-fPIC", "-shared")

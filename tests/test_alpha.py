@@ -80,7 +80,7 @@ def test_alpha_init_hang_hook_is_stopped_by_the_timeout(vmlab_env, tmp_path):
 def test_alpha_qsbench_above_ram_swaps_to_the_disk_and_finishes(vmlab_env, tmp_path):
     """The Alpha swap stall: Alpha cannot chain scatterlists, and a merged
     swap-out of more than 128 pages was retried forever (BLK_STS_RESOURCE)
-    until the disk stopped offering more segments (configs/qemu.py disks()).
+    until the disk stopped offering more segments (engine/qemu.py disks()).
     The issue's own case: qsbench at 1.1x RAM on es-clipper-4, SCSI disk model."""
     r = vmlab(vmlab_env, tmp_path, "-t", "es-clipper-4", "-e", "qsbench", "-p", "mem_frac=1.1")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]

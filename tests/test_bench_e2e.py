@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bootstrap import bootstrap
-from configs import snapshot
+from engine import snapshot
 from tests.e2e import REPO, vmlab
 
 pytestmark = pytest.mark.boot

@@ -1,4 +1,4 @@
-"""The build lock follows the build (scons-wrapper/wrapper.py): SCons holds
+"""The build lock follows the build (build/wrapper.py): SCons holds
 the cache's lock itself, so a caller killed outright leaves no build writing
 the cache unlocked, and a caller interrupted in Python stops SCons and
 everything under it before it lets go."""

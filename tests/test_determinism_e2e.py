@@ -1,4 +1,4 @@
-"""Determinism on per-vCPU clocks (configs/qemu-patches/0003, 0005, 0006, 0008):
+"""Determinism on per-vCPU clocks (engine/qemu-patches/0003, 0005, 0006, 0008):
 the same inputs give the same console, per-vCPU instruction counts and
 clocks, on 1, 8 and 32 CPUs, and on 8 with the detailed model, while the
 guest swaps to the modeled disk. Every pair is restored from the machine's

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 import topologies as T
-from configs import qemu
+from engine import qemu
 from pipeline.execute import solid_state_knobs
 from topologies import disks
 

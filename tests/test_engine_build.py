@@ -1,4 +1,4 @@
-"""Our QEMU's recipe (configs/qemu_build.py): the series, the cache key, and
+"""Our QEMU's recipe (engine/qemu_build.py): the series, the cache key, and
 how a patch that does not apply is reported. The real build runs in the
 end-to-end tests (every run uses it)."""
 import shutil
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from configs import qemu_build as qb
+from engine import qemu_build as qb
 from tests.e2e import REPO
 
 
@@ -16,7 +16,7 @@ def test_shipped_series_lists_existing_patches_each_with_a_header():
     pl = qb.series()
     # applied in order, numbered without gaps, every file in the folder listed
     assert [p.name[:4] for p in pl] == [f"{i:04d}" for i in range(1, len(pl) + 1)] and len(pl) >= 6
-    assert {p.name for p in pl} == {f.name for f in (REPO / "configs" / "qemu-patches").glob("*.patch")}
+    assert {p.name for p in pl} == {f.name for f in (REPO / "engine" / "qemu-patches").glob("*.patch")}
     for p in pl:
         text = p.read_text()
         head = text.split("diff --git", 1)[0]
@@ -69,7 +69,7 @@ def test_bad_series_stops_a_run_before_the_database(tmp_path):
     the run never reaches the database."""
     repo = tmp_path / "repo"
     shutil.copytree(REPO, repo, ignore=shutil.ignore_patterns("results.db*", "runs", ".git", "__pycache__"))
-    (repo / "configs" / "qemu-patches" / "series").write_text("0001-build-device-lists-no-edk2.patch\nzz.patch\n")
+    (repo / "engine" / "qemu-patches" / "series").write_text("0001-build-device-lists-no-edk2.patch\nzz.patch\n")
     r = subprocess.run([sys.executable, str(repo / "run.py"), "-t", "x86-2s", "-e", "memeater", "--db",
                         str(tmp_path / "r.db")], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 2, r.stdout + r.stderr

@@ -12,7 +12,7 @@ def test_execute_imports_no_engine_module_directly():
     tree = ast.parse((REPO / "pipeline" / "execute.py").read_text())
     named = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     named |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-    assert not {m for m in named if m == "configs" or m.startswith("configs.")}, named
+    assert not {m for m in named if m == "engine" or m.startswith("engine.")}, named
 
 
 def test_an_engine_must_implement_the_interface():

@@ -1,6 +1,6 @@
 """Data flows one way (issue 23): a stage imports only the stages before it.
 
-Every module of the stage folders (their .py files, and scons-wrapper/
+Every module of the stage folders (their .py files, and build/
 SConstruct, which is Python too) is read with `ast`, each import anywhere in
 it (top level or inside a function) is mapped to the module it names, and
 both ends are mapped to a stage by STAGES below. The tests fail on an import
@@ -41,8 +41,8 @@ from tests.e2e import REPO
 # build, engine, workload, results; the timing model in its own folder;
 # pipeline/ and run.py over them) as the code imports it. Where it differs:
 # - protocol first: the facts and records every stage speaks (docstring).
-# - build (scons-wrapper/) after the stages whose recipes it runs: the
-#   kernel and initramfs of images/, configs/qemu_build.py's QEMU, the guest
+# - build (build/) after the stages whose recipes it runs: the
+#   kernel and initramfs of images/, engine/qemu_build.py's QEMU, the guest
 #   programs of experiments/, timing/'s plugin. The engine gets the
 #   artifacts from pipeline/, not by importing the build.
 # - timing after workload: the model reads experiments/facts.py, and
@@ -56,10 +56,10 @@ STAGES = (
     ("protocol", ("experiments/facts.py", "experiments/records.py")),
     ("machine", ("topologies",)),
     ("software", ("images",)),
-    ("engine", ("configs",)),
+    ("engine", ("engine",)),
     ("workload", ("experiments",)),
     ("timing", ("timing",)),
-    ("build", ("scons-wrapper",)),
+    ("build", ("build",)),
     ("results", ("analysis", "experiments/*/results.py", "experiments/*/plots.py")),
     ("bootstrap", ("bootstrap",)),
     ("pipeline", ("pipeline",)),
@@ -67,7 +67,7 @@ STAGES = (
 RANK = {name: i for i, (name, _) in enumerate(STAGES)}
 FOLDERS = {p: name for name, parts in STAGES for p in parts if "/" not in p}
 FILES = [(p, name) for name, parts in STAGES for p in parts if "/" in p]
-EXTRA_SOURCES = ("scons-wrapper/SConstruct",)
+EXTRA_SOURCES = ("build/SConstruct",)
 # experiments/__init__.py's loader of results-stage modules (see the docstring): the
 # function that loads each such file
 LOADER = "experiments"
@@ -238,8 +238,8 @@ def test_no_stage_before_pipeline_runs_run_py(srcs):
 def test_the_checks_see_what_they_look_for(srcs):
     """Each check finds the mistake it exists for, planted in a copy of the sources."""
     planted = dict(srcs)
-    planted["configs/qemu.py"] += "\nfrom analysis import records as rec\n"
-    assert any(x.startswith("configs/qemu.py:") and "analysis (results)" in x and "than engine" in x
+    planted["engine/qemu.py"] += "\nfrom analysis import records as rec\n"
+    assert any(x.startswith("engine/qemu.py:") and "analysis (results)" in x and "than engine" in x
                for x in backward(planted))
     planted = dict(srcs)
     planted["experiments/memeater/results.py"] += "\nfrom analysis.summary import render\n"
@@ -254,9 +254,9 @@ def test_the_checks_see_what_they_look_for(srcs):
     planted = dict(srcs)
     planted["timing/bench.py"] = "import subprocess, sys\nsubprocess.run([sys.executable, 'run.py'])\n"
     assert runs_front_door(planted) == ["timing/bench.py:2: names 'run.py' (timing runs the front door)"]
-    planted["configs/x.py"] = "import experiments\nexperiments.results_module('memeater')\n"
-    assert loader_calls(planted) == ["configs/x.py:2: results_module (the results modules' loader) from engine"]
-    planted["configs/x.py"] = "from experiments import plots_module\nplots_module('kvio')\n"
-    assert loader_calls(planted) == ["configs/x.py:2: plots_module (the results modules' loader) from engine"]
+    planted["engine/x.py"] = "import experiments\nexperiments.results_module('memeater')\n"
+    assert loader_calls(planted) == ["engine/x.py:2: results_module (the results modules' loader) from engine"]
+    planted["engine/x.py"] = "from experiments import plots_module\nplots_module('kvio')\n"
+    assert loader_calls(planted) == ["engine/x.py:2: plots_module (the results modules' loader) from engine"]
     assert stage_of("experiments/facts.py") == "protocol" and stage_of("experiments/kvio/results.py") == "results"
     assert stage_of("experiments/kvio/plots.py") == "results" and stage_of("experiments/__init__.py") == "workload"

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 import topologies as T
-from configs import qemu
+from engine import qemu
 
 
 def opts(cmd, flag):
@@ -108,7 +108,7 @@ def test_seed_and_repeat_perturb_the_guest_kernel_and_nothing_else(monkeypatch):
 
 
 def test_the_kick_storm_hook_reaches_the_icount_option_only(monkeypatch):
-    from configs import qemu
+    from engine import qemu
     cmd = ["qemu", "-icount", "shift=0,sleep=off,vcpu-clock=on,cycle-ps=400", "-m", "1G"]
     assert qemu.with_test_hooks(cmd) == cmd
     monkeypatch.setenv(qemu.KICK_STORM_ENV, "20")

@@ -14,7 +14,7 @@ from analysis import db, summary
 from experiments import records as R
 from experiments.kvio import results as kvio_results
 from tests.runrows import run_end, run_start
-from configs import qemu
+from engine import qemu
 from tests.cbuild import GUEST, gcc
 from tests.e2e import REPO
 

@@ -1,4 +1,4 @@
-"""Boot once, run many (configs/snapshot.py): what the snapshot's key covers
+"""Boot once, run many (engine/snapshot.py): what the snapshot's key covers
 and what it leaves out, the job disk as the host writes it and the guest's
 reader (vmlab-probe, compiled for the host) reads it, a broken snapshot
 found before any guest runs, and which runs restore."""
@@ -10,7 +10,7 @@ import pytest
 
 import experiments
 import topologies
-from configs import snapshot
+from engine import snapshot
 from images import initramfs
 from pipeline import execute
 from pipeline.spec import InputError, RunSpec, run_key

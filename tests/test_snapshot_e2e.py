@@ -1,4 +1,4 @@
-"""Boot once, run many, end to end (configs/snapshot.py): the first run of a
+"""Boot once, run many, end to end (engine/snapshot.py): the first run of a
 machine takes its snapshot, the next restores it without booting; the run
 row says how each run started; a broken snapshot in the cache is taken
 again; `--boot` still boots; a restored guest continues its clock from the
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bootstrap import bootstrap
-from configs import snapshot
+from engine import snapshot
 from tests.e2e import REPO, db, vmlab
 
 pytestmark = pytest.mark.boot

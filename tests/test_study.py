@@ -300,7 +300,7 @@ def test_every_shipped_study_expands_with_distinct_keys_and_perturbed_repeats(pa
     """A shipped study names real topologies, experiments, kernels and
     parameters (load checks each run like a single run), and its repeats are
     distinct runs: each its own key and its own perturbation of the guest."""
-    from configs import qemu
+    from engine import qemu
     st = study.load(path)
     assert st.runs
     assert len({r.key for r in st.runs}) == len(st.runs)

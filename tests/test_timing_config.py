@@ -4,7 +4,7 @@ import pytest
 
 import timing as T
 import topologies
-from configs import qemu
+from engine import qemu
 from tests.test_topologies import GOOD, write
 
 L2 = """

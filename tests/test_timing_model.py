@@ -283,7 +283,7 @@ def test_results_name_their_fields_and_land_in_the_tables_unchanged(lib, tmp_pat
 def test_engine_and_model_use_one_cycle_even_at_a_rounding_tie(lib, tmp_path):
     """3.2 GHz is 312.5 ps: QEMU's clock rounds half to even (312); the model
     used to round half up (313) and drift from the engine by 0.3 %."""
-    from configs import qemu
+    from engine import qemu
     src = (topologies.HERE / "x86-2s.toml").read_text().replace("clock_ghz = 2.5", "clock_ghz = 3.2")
     p = tmp_path / "t32.toml"
     p.write_text(src)

@@ -1,4 +1,4 @@
-"""End to end on our QEMU's per-vCPU clocks (configs/qemu-patches/0003):
+"""End to end on our QEMU's per-vCPU clocks (engine/qemu-patches/0003):
 parallel work takes parallel time in the guest, and Alpha SMP guests' vCPUs
 are told apart (that runs repeat: tests/test_determinism_e2e.py). Slow:
 builds and boots guests."""
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bootstrap import bootstrap
-from configs import snapshot
+from engine import snapshot
 from tests.e2e import db, vmlab
 
 pytestmark = pytest.mark.boot

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from configs import qemu_build
+from engine import qemu_build
 from tests.cbuild import SHARED, gcc
 
 HERE = Path(__file__).resolve().parent

@@ -14,7 +14,7 @@
  * code, except before the first kernel instruction ran (firmware and the
  * kernel decompressor run at low addresses too): that is `boot`.
  *
- * Which vCPU runs: our QEMU's series (configs/qemu-patches/0002) makes
+ * Which vCPU runs: our QEMU's series (engine/qemu-patches/0002) makes
  * every callback report the running vCPU, on every guest ISA, so the index
  * QEMU passes is used as it is.
  *

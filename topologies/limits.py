@@ -45,7 +45,7 @@ QEMU_Q35_MAX_CPUS = 4096
 # number of NUMA nodes reached: 128").
 QEMU_MAX_NODES = 128
 # hw/intc/apic_common.c apic_common_set_id: an APIC ID of 255 or more needs
-# x2APIC, which `-cpu qemu64` (configs/qemu.py) lacks; QEMU 10.0.2 aborts
+# x2APIC, which `-cpu qemu64` (engine/qemu.py) lacks; QEMU 10.0.2 aborts
 # ("Unexpected error in apic_common_set_id() ... APIC ID 255 requires x2APIC").
 QEMU_APIC_ID_LIMIT = 255
 # include/system/numa.h NUMA_DISTANCE_MAX: the largest SLIT distance of a
@@ -54,12 +54,12 @@ QEMU_NUMA_DISTANCE_MAX = 254
 # hw/core/numa.c parse_numa_hmat_lb: each HMAT latency or bandwidth is stored
 # as a multiple of one base and must stay below UINT16_MAX.
 QEMU_HMAT_MAX_ENTRY = 65534
-# Our QEMU's per-vCPU clocks (configs/qemu-patches/0003-icount-per-vcpu-clock.patch:
-# "icount: cycle-ps must be 1..1000000"); configs/qemu.py cycle_ps gives it
+# Our QEMU's per-vCPU clocks (engine/qemu-patches/0003-icount-per-vcpu-clock.patch:
+# "icount: cycle-ps must be 1..1000000"); engine/qemu.py cycle_ps gives it
 # 1000 / clock_ghz, so the clock is 0.001 to 1000 GHz.
 QEMU_MAX_CYCLE_PS = 1_000_000
 MIN_CLOCK_GHZ, MAX_CLOCK_GHZ = 1000 / QEMU_MAX_CYCLE_PS, 1000.0
-# Our QEMU's PAUSE cost (configs/qemu-patches/0007-pause-costs-its-latency-and-keeps-the-slice.patch:
+# Our QEMU's PAUSE cost (engine/qemu-patches/0007-pause-costs-its-latency-and-keeps-the-slice.patch:
 # "icount: pause-cycles must be 1..100000").
 QEMU_MAX_PAUSE_CYCLES = 100_000
 X86_MAX_NODES = min(X86_MAX_NUMNODES, QEMU_MAX_NODES)
@@ -115,7 +115,7 @@ def check_counts(path, guest_isa: str, count: int, cpn: int) -> None:
 
 def numa_extremes(count: int, max_hops: int, local: float, hop: float, mbw: float,
                   lbw: float) -> tuple[float, float, set[int]]:
-    """What configs/qemu.py numa_args will give QEMU, from a topology file's
+    """What engine/qemu.py numa_args will give QEMU, from a topology file's
     figures before a Topology exists (check_distances checks these): the
     farthest node's SLIT distance and HMAT latency in ns, both before
     rounding, and the HMAT bandwidths in whole MB/s."""
@@ -126,7 +126,7 @@ def numa_extremes(count: int, max_hops: int, local: float, hop: float, mbw: floa
 
 def check_distances(path, guest_isa: str, count: int, max_hops: int, local: float, hop: float,
                     mbw: float, lbw: float) -> None:
-    """SLIT and HMAT values QEMU can encode (configs/qemu.py numa_args: SLIT
+    """SLIT and HMAT values QEMU can encode (engine/qemu.py numa_args: SLIT
     10 x the latency ratio, HMAT latency in whole ns, bandwidth in whole MB/s)."""
     slit, far, values = numa_extremes(count, max_hops, local, hop, mbw, lbw)
     # Compared before rounding (round(x) > n for x > n + 0.5, ties to even):

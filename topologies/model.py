@@ -60,7 +60,7 @@ class Topology:
     @property
     def cycle_ps(self) -> int:
         """One cycle of the clock in whole ps, rounded half to even: the one
-        figure the engine's per-vCPU clock (configs/qemu.py) and the timing
+        figure the engine's per-vCPU clock (engine/qemu.py) and the timing
         model (its config's cycle_ps) both use, so they agree by construction."""
         return max(1, round(1000.0 / self.clock_ghz))
 

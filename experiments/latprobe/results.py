@@ -10,7 +10,7 @@ from pathlib import Path
 
 import timing
 import topologies
-from configs import qemu
+from engine import qemu
 from experiments import facts
 
 QUERY_TABLE = "timing_phases"

@@ -4,7 +4,7 @@
  * never split by another writer.
  *
  * The functions live in libvmlab.a, built once per guest arch from the .c
- * files beside this header (scons-wrapper/SConstruct); every guest program
+ * files beside this header (build/SConstruct); every guest program
  * is linked against it. Only what runs inside the figures a program times
  * (the clock, the phase markers, the random numbers) is inline here, so
  * that a measured loop costs what it did as one file.

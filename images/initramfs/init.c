@@ -10,7 +10,7 @@
  * command that needs one (pipes, ;, &&, redirections) is refused with an
  * `init` record rather than run wrongly.
  *
- * Booted for a snapshot (no /vmlab/run.conf: configs/snapshot.py), it asks
+ * Booted for a snapshot (no /vmlab/run.conf: engine/snapshot.py), it asks
  * for the snapshot once up, and a restored machine goes on from there: it
  * pulls its job from the job disk and unpacks it over / (the shell /init
  * uses busybox's cpio; here a newc reader of our own).
@@ -376,7 +376,7 @@ int main(int argc, char **argv)
 	/* Only emergencies from the kernel on the console, so records keep their lines. */
 	write_str("/proc/sys/kernel/printk", "1\n");
 
-	/* No run.conf: booted for a snapshot (configs/snapshot.py); see the shell /init */
+	/* No run.conf: booted for a snapshot (engine/snapshot.py); see the shell /init */
 	if (access("/vmlab/run.conf", F_OK)) {
 		sync();
 		probe("seed", "vmlab: one entropy seed for every run restored from this snapshot");

@@ -3,7 +3,7 @@
  *   vmlab-probe machine         the machine Linux sees (nodes, CPUs, SLIT, HMAT, sysctls)
  *   vmlab-probe snapshot PHASE  vmstat, per-node memory and counters, kswapd, swap
  *   vmlab-probe end RC          the experiment's exit status; the host stops waiting
- * and, for a machine restored from a snapshot (pipeline/ decides; configs/snapshot.py):
+ * and, for a machine restored from a snapshot (pipeline/ decides; engine/snapshot.py):
  *   vmlab-probe checkpoint      ask the host for the snapshot, here and now (vmlab-ctl)
  *   vmlab-probe job DEV         write the job the host put on disk DEV to stdout
  *   vmlab-probe seed WORD       mix WORD into the kernel's entropy and reseed

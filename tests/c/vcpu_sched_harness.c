@@ -1,5 +1,5 @@
 /* ctypes harness over our QEMU's scheduler arithmetic (vmlab-sched.h and
- * vmlab-pause.h, taken out of configs/qemu-patches/0003 and 0007 by
+ * vmlab-pause.h, taken out of engine/qemu-patches/0003 and 0007 by
  * tests/test_vcpu_sched.py). */
 #include <stdint.h>
 #include "qemu/vmlab-pause.h"

@@ -1,4 +1,4 @@
-"""Build stage front: run SCons on scons-wrapper/SConstruct for what a run
+"""Build stage front: run SCons on build/SConstruct for what a run
 needs and say whether anything was built."""
 from __future__ import annotations
 
@@ -28,16 +28,16 @@ class Built:
     kernel_dir: Path
     initramfs: Path
     rebuilt: bool
-    qemu_dir: Path       # our QEMU (configs/qemu_build.py): bin/, include/, meta.json
+    qemu_dir: Path       # our QEMU (engine/qemu_build.py): bin/, include/, meta.json
     plugin: Path | None = None
     userland: bytes = b""  # the initramfs as built, read under the build lock
-    boot_userland: bytes = b""  # a snapshot machine's boot initramfs (configs/snapshot.py), where the arch has one
+    boot_userland: bytes = b""  # a snapshot machine's boot initramfs (engine/snapshot.py), where the arch has one
     snapshot: tuple[str, Path] | None = None  # (key, directory) of the machine's snapshot, once taken
     snapshot_error: tuple[str, str] | None = None  # (key, why) when the boot for it failed: the run is failed
 
 
 def build(cache: Path, variant, arch: str, experiment: str, timing: bool = False) -> Built:
-    from configs import qemu_build
+    from engine import qemu_build
     from images import kernel
     import timing as tm
     kernel.check_variant(variant)

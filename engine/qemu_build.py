@@ -1,5 +1,5 @@
 """Engine stage: our QEMU, built from Debian's source of QEMU 10.0.2 plus the
-patch series in configs/qemu-patches/ (as QFlex, MARSSx86 and SimBricks
+patch series in engine/qemu-patches/ (as QFlex, MARSSx86 and SimBricks
 build theirs).
 
 The source is Debian's bookworm-backports upstream tarball, fetched with
@@ -150,7 +150,7 @@ def fetch_source(cache: Path, log=_say) -> Path:
     if got != index_sha:
         raise EngineBuildError(f"{tar}: SHA256 {got} does not match the signed Sources index ({index_sha})")
     if got != ORIG_SHA256:
-        raise EngineBuildError(f"{tar}: SHA256 {got} is not the pinned {ORIG_SHA256} (configs/qemu_build.py)")
+        raise EngineBuildError(f"{tar}: SHA256 {got} is not the pinned {ORIG_SHA256} (engine/qemu_build.py)")
     dst.parent.mkdir(parents=True, exist_ok=True)
     tar.rename(dst)
     shutil.rmtree(work, ignore_errors=True)
@@ -261,7 +261,7 @@ def load_meta(d: Path) -> dict:
     return json.loads((d / "meta.json").read_text())
 
 
-if __name__ == "__main__":  # ./configs/qemu_build.py CACHE: build by hand
+if __name__ == "__main__":  # ./engine/qemu_build.py CACHE: build by hand
     try:
         print(build(Path(sys.argv[1])))
     except EngineBuildError as e:

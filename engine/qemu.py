@@ -141,11 +141,11 @@ def command_line(topo, kernel: Path, initrd: Path, *, binary: Path, mode: str = 
                  quantum_ns: int = QUANTUM_NS, swap_image: Path | None = None, data_image: Path | None = None,
                  append: str = "", hmat: bool = True, plugin: tuple[Path, Path] | None = None,
                  vcpu_clocks: bool = True, disk=None, job_image: Path | None = None) -> list[str]:
-    """binary: our QEMU for the guest's ISA (configs/qemu_build.binary);
+    """binary: our QEMU for the guest's ISA (engine/qemu_build.binary);
     plugin: (the timing plugin's .so, its config file), or None; disk: a
     topologies.disks.Disk whose latencies the virtio-blk disks complete in
     (our QEMU, icount only), or None for host-timed disks; job_image: the
-    machine of a snapshot (configs/snapshot.py): a third disk the restored
+    machine of a snapshot (engine/snapshot.py): a third disk the restored
     guest pulls its job from, and the vmlab-ctl port it asks for the
     snapshot through."""
     if mode not in MODES:

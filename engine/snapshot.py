@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from configs import qemu
+from engine import qemu
 
 FORMAT = 1                 # bump when what a snapshot holds or how it is taken changes
 JOB_DISK_MIB = 64          # the job channel's capacity: header + programs + run files
@@ -99,7 +99,7 @@ def key(topo, *, kernel_sha256: str, initrd_sha256: str, engine_key: str, quantu
 
 
 def qemu_target(topo) -> str:
-    from configs import qemu_build
+    from engine import qemu_build
     return qemu_build.TARGETS[topo.guest_isa]
 
 
@@ -138,7 +138,7 @@ def job_image(path: Path, payload: bytes) -> None:
     limit = JOB_DISK_MIB * 2**20 - JOB_HEADER
     if len(payload) > limit:
         raise SnapshotError(f"the job is {len(payload)} bytes; the job disk takes at most {limit} "
-                            f"(configs/snapshot.py JOB_DISK_MIB = {JOB_DISK_MIB})")
+                            f"(engine/snapshot.py JOB_DISK_MIB = {JOB_DISK_MIB})")
     header = f"VMLABJOB 1 {len(payload)}\n".encode().ljust(JOB_HEADER, b"\0")
     with open(path, "wb") as f:
         f.write(header + payload)
