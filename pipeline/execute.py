@@ -25,6 +25,7 @@ from pathlib import Path
 
 import experiments
 import topologies
+from build import wrapper
 from images import kernel
 from pipeline import engines
 from pipeline.spec import InputError, RunSpec, run_key
@@ -35,10 +36,8 @@ REPO = Path(__file__).resolve().parent.parent
 MAX_TIMEOUT_S = 1e7
 
 
-class BuildError(RuntimeError):
-    def __init__(self, msg: str, status: int = 1):
-        super().__init__(msg)
-        self.status = status
+# A build that failed (status 1), or bad input the build found (status 2: a patch that does not apply)
+BuildError = wrapper.BuildFailed
 
 
 @dataclass
@@ -135,12 +134,6 @@ def limitations(prep: Prepared) -> str:
                                warmup_insns=spec.warmup_insns)
 
 
-def _wrapper():
-    """The build stage's front (build/wrapper.py: SCons on build/SConstruct)."""
-    from build import wrapper
-    return wrapper
-
-
 def cache_dir() -> Path:
     from bootstrap import bootstrap
     return bootstrap.cache_dir()
@@ -151,7 +144,7 @@ def build(prep: Prepared):
     cache when unchanged; BuildError (status 2: bad input such as a patch
     that does not apply) otherwise."""
     try:
-        built = _wrapper().build(cache_dir(), prep.variant, prep.topo.guest_isa, prep.exp.name,
+        built = wrapper.build(cache_dir(), prep.variant, prep.topo.guest_isa, prep.exp.name,
                                  timing=prep.spec.timing != "off")
     except (RuntimeError, kernel.BuildError) as e:
         raise BuildError(str(e), getattr(e, "status", 1)) from None

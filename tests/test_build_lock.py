@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from pipeline.execute import _wrapper
+from build import wrapper
 from tests.e2e import REPO
 
 
@@ -40,8 +40,8 @@ def test_the_build_keeps_the_lock_when_its_caller_dies(tmp_path):
     caller = subprocess.Popen([sys.executable, "-c", f"""
 import fcntl, sys
 sys.path.insert(0, {str(REPO)!r})
-from pipeline.execute import _wrapper
-w = _wrapper()
+from build import wrapper
+w = wrapper
 with open({str(lockfile)!r}, "w") as lock:
     fcntl.flock(lock, fcntl.LOCK_EX)
     w._scons([sys.executable, "-c", "import os, time; open({str(pids)!r}, 'w').write(str(os.getpid())); time.sleep(30)"],
@@ -63,7 +63,7 @@ with open({str(lockfile)!r}, "w") as lock:
 
 def test_an_interrupted_caller_stops_the_build_and_its_children(tmp_path, monkeypatch):
     pids = tmp_path / "pids"
-    w = _wrapper()
+    w = wrapper
     # A "build" that starts a compiler-like child, reports both pids, then prints a line.
     script = ("import os, subprocess, sys, time\n"
               "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
