@@ -62,8 +62,8 @@ def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "", data_dev:
                    "another up to a quantum late"
                    + ("; swap disk I/O completes in host time, so the run repeats only up to disk timing, "
                       "and disk latency is not modeled" if swap_dev.startswith("/dev/") and not disk_modeled
-                      else "; deterministic, but for a rare divergence on multi-vCPU guests when the host cuts a "
-                           "slice short (open: see the determinism points of docs/guest-time.md)"))
+                      else "; deterministic: the same inputs give the same console and clocks, host kicks "
+                           "included (series patch 0010)"))
     else:
         out.append("guest time follows the host clock (MTTCG): not repeatable")
     if data_dev and not disk_modeled:

@@ -1,8 +1,12 @@
-"""Determinism on per-vCPU clocks (engine/qemu-patches/0003, 0005, 0006, 0008):
-the same inputs give the same console, per-vCPU instruction counts and
+"""Determinism on per-vCPU clocks (engine/qemu-patches/0003, 0005, 0006, 0008,
+0010): the same inputs give the same console, per-vCPU instruction counts and
 clocks, on 1, 8 and 32 CPUs, and on 8 with the detailed model, while the
 guest swaps to the modeled disk. Every pair is restored from the machine's
 snapshot after boot (the default), but one 8-CPU pair that boots (--boot).
+In both 8-CPU pairs without the plugin, the second run goes under a host
+kick storm (patch 0010's x-kick-storm-us: the running vCPU kicked every
+random 1-20 host us, where RCU and the main loop kick now and then): the
+determinism hole was a host kick deciding where a woken vCPU starts.
 The two runs of a pair go at once into one database, so they also differ in
 host load, in who writes first and in which of them takes the snapshot
 while the other waits for it. Slow: boots guests. (8 CPUs in fast mode was
@@ -15,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.qemu import KICK_STORM_ENV
 from tests.e2e import REPO, db, vmlab_cmd
 
 pytestmark = pytest.mark.boot
@@ -34,17 +39,21 @@ def test_a_swapping_run_repeats_exactly(vmlab_env, tmp_path, cpus, mode, boot):
     # On 8 CPUs without the plugin a third, perturbed run (--seed 1) goes at
     # the same time: repeats of a study are such runs, and must not be copies.
     perturbed = cpus == 8 and mode == "off"   # restored and booted: the seed reaches each its own way
-    procs = [subprocess.Popen(c, env=vmlab_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for c in [cmd, cmd] + ([cmd + ["--seed", "1"]] if perturbed else [])]
+    storm = dict(vmlab_env, **{KICK_STORM_ENV: "20"}) if perturbed else vmlab_env
+    procs = [subprocess.Popen(c, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for c, e in [(cmd, vmlab_env), (cmd, storm)] + ([(cmd + ["--seed", "1"], vmlab_env)] if perturbed
+                                                               else [])]
     outs = [p.communicate()[0] for p in procs]
     for p, out in zip(procs, outs):
         assert p.returncode == 0, out[-4000:]
     c = db(tmp_path)
     if perturbed:
         check_the_perturbed_run_differs(c, boot)
-    runs = c.execute("SELECT id, log_path, timing_mode, clock_model, quantum_ns, disk_model, limitations, start "
-                     "FROM runs WHERE seed = 0 ORDER BY id").fetchall()
+    runs = c.execute("SELECT id, log_path, timing_mode, clock_model, quantum_ns, disk_model, limitations, start, "
+                     "command_line FROM runs WHERE seed = 0 ORDER BY id").fetchall()
     assert len(runs) == 2 and all(r["timing_mode"] == mode for r in runs)
+    # the storm was on for one run of the pair (the rows need not be in start order)
+    assert sum("x-kick-storm-us=20" in r["command_line"] for r in runs) == (1 if perturbed else 0)
     assert all(r["start"] == ("booted" if boot else "restored") for r in runs)
     assert "per-vCPU clocks" in runs[0]["clock_model"] and runs[0]["quantum_ns"] == 1000
     assert runs[0]["disk_model"].startswith("ssd-980pro") and "deterministic" in runs[0]["limitations"]

@@ -30,6 +30,7 @@ def lib(tmp_path_factory):
     (d / "qemu").mkdir()
     (d / "qemu" / "vmlab-sched.h").write_text(header_from_patch())
     (d / "qemu" / "vmlab-pause.h").write_text(header_from_patch("0007", "include/qemu/vmlab-pause.h"))
+    (d / "qemu" / "vmlab-resume.h").write_text(header_from_patch("0010", "include/qemu/vmlab-resume.h"))
     out = gcc(d / "sched.so", HERE / "c" / "vcpu_sched_harness.c", flags=SHARED, include=[d])
     lib = ctypes.CDLL(str(out))
     i64 = ctypes.c_int64
@@ -40,6 +41,9 @@ def lib(tmp_path_factory):
     lib.target.argtypes = [i64, i64, i64, i64]
     lib.budget.argtypes = [i64, i64, i64]
     lib.max_slice.restype = i64
+    lib.resume.restype = ctypes.c_int
+    lib.resume.argtypes = [ctypes.POINTER(i64), ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int,
+                           ctypes.c_int, i64]
     lib.pause_keeps.restype = ctypes.c_int
     lib.pause_keeps.argtypes = [ctypes.POINTER(i64), ctypes.c_char_p, ctypes.c_int, ctypes.c_int, i64, i64, i64,
                                 ctypes.POINTER(i64)]
@@ -190,3 +194,25 @@ def test_pause_keeps_exactly_when_the_pick_would_choose_the_spinner_again(lib):
         assert keeps == (best == self and mine < target), (clocks, active, self, mine, g, target)
         if keeps:
             assert second == pick_second
+
+
+
+def resume(lib, clocks, active, was_active, last, target):
+    arr = (ctypes.c_int64 * len(clocks))(*clocks)
+    return lib.resume(arr, bytes(active), len(clocks), bytes(was_active), len(was_active), last, target)
+
+
+def test_a_slice_the_host_cut_short_goes_on_and_a_guest_event_picks_afresh(lib):
+    """Patch 0010 (vmlab-resume.h): a slice that ended early runs on to its
+    target while the guest changed nothing (so a host kick never decides who
+    runs next); a vCPU woken or halted, the target reached, or a vCPU more
+    or fewer make the pick choose again."""
+    clocks, on = [5 * Q, 7 * Q, 9 * Q], [1, 1, 0]
+    assert resume(lib, clocks, on, on, 0, 6 * Q) == 1                   # cut short at 5 of 6: goes on
+    assert resume(lib, clocks, on, on, 0, 5 * Q) == 0                   # reached its target
+    assert resume(lib, clocks, [1, 1, 1], on, 0, 6 * Q) == 0            # an IPI woke CPU 2
+    assert resume(lib, clocks, [1, 0, 0], on, 0, 6 * Q) == 0            # CPU 1 halted
+    assert resume(lib, clocks, [0, 1, 0], [0, 1, 0], 0, 6 * Q) == 0     # the slice's own vCPU halted
+    assert resume(lib, clocks, on, on, -1, 6 * Q) == 0                  # nothing picked (a PAUSE yielded)
+    assert resume(lib, clocks, on, [1, 1], 0, 6 * Q) == 0               # another number of vCPUs
+    assert resume(lib, clocks, on, on, 3, 6 * Q) == 0                   # no such vCPU

@@ -41,3 +41,20 @@ int pause_keeps(const int64_t *clocks, const unsigned char *active, int n, int s
     }
     return vl_sched_pause_keeps(c, n, self, mine, g, target_ps, second);
 }
+
+/* vmlab-resume.h (patch 0010): does the slice picked last go on? */
+#include "qemu/vmlab-resume.h"
+
+int resume(const int64_t *clocks, const unsigned char *active, int n, const unsigned char *was_active, int was_n,
+           int last, int64_t target_ps)
+{
+    VlSchedCpu c[64];
+    bool was[64];
+    if (n > 64 || was_n > 64) return -2;
+    for (int i = 0; i < n; i++) {
+        c[i].clock_ps = clocks[i];
+        c[i].active = active[i];
+    }
+    for (int i = 0; i < was_n; i++) was[i] = was_active[i];
+    return vl_sched_resume(c, n, was, was_n, last, target_ps);
+}
