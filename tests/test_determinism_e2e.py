@@ -40,9 +40,12 @@ def test_a_swapping_run_repeats_exactly(vmlab_env, tmp_path, cpus, mode, boot):
     # the same time: repeats of a study are such runs, and must not be copies.
     perturbed = cpus == 8 and mode == "off"   # restored and booted: the seed reaches each its own way
     storm = dict(vmlab_env, **{KICK_STORM_ENV: "20"}) if perturbed else vmlab_env
+    # the storm's exits take host time (a booted 8-CPU run's wall about doubles):
+    # limits that leave it room on a loaded host; the limits are in no key
+    stormed = cmd + (["--boot-timeout", "1200", "--timeout", "2400"] if perturbed else [])
     procs = [subprocess.Popen(c, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for c, e in [(cmd, vmlab_env), (cmd, storm)] + ([(cmd + ["--seed", "1"], vmlab_env)] if perturbed
-                                                               else [])]
+             for c, e in [(cmd, vmlab_env), (stormed, storm)] + ([(cmd + ["--seed", "1"], vmlab_env)] if perturbed
+                                                                  else [])]
     outs = [p.communicate()[0] for p in procs]
     for p, out in zip(procs, outs):
         assert p.returncode == 0, out[-4000:]
