@@ -103,13 +103,13 @@ def test_icount_runs_with_zram_swap_are_deterministic(vmlab_env, tmp_path):
 
 @pytest.mark.boot
 def test_panicking_guest_is_recorded_failed_with_its_log(vmlab_env, tmp_path):
-    t0 = time.monotonic()
     r = vmlab(vmlab_env, tmp_path, *SMALL, "--kernel-append", "rdinit=/no-such-init init=/no-such-init")
     assert r.returncode == 1
     run = db(tmp_path).execute("SELECT status, reason, log_path FROM runs").fetchone()
-    assert run["status"] == "failed" and "Kernel panic" in run["reason"]
+    # stopped at the panic line, not by a timeout (no wall-time bound: a shared
+    # host, or a build another test holds the lock of, would make one flaky)
+    assert run["status"] == "failed" and "Kernel panic" in run["reason"] and "timeout" not in run["reason"]
     assert "Kernel panic" in Path(run["log_path"]).read_text(errors="replace")
-    assert time.monotonic() - t0 < 300
 
 
 @pytest.mark.boot
