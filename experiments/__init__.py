@@ -28,6 +28,7 @@ The modules here, lowest first (each imports only modules above it):
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 import shlex
@@ -186,6 +187,7 @@ def all_results() -> dict[str, ModuleType]:
     return {n: m for n in available() if (m := results_module(n)) is not None}
 
 
+@functools.lru_cache(maxsize=None)  # a module's hooks do not change: checked once, not per figure
 def results(name: str) -> ResultsHooks:
     """experiments/<name>/results.py through its declared protocol
     (experiments/results_hooks.py): every hook there, a default for the rest."""

@@ -166,7 +166,7 @@ static void tb_exec(unsigned int vcpu, void *ud) {
     if (stalls && !(sync_tick[vcpu]++ & 15)) vm_sync_time(M, (int)vcpu, qemu_plugin_vcpu_clock_ps());
     uint64_t ps = vm_insns(M, (int)vcpu, t->n, (int)t->kind);  /* non-zero: a full reorder window */
     if (ps && stalls) qemu_plugin_vcpu_stall_ps(ps);
-    if (warmup_left && pricing) {  /* one thread: detailed runs round-robin (icount) */
+    if (warmup_left) {  /* restored runs only, priced from the restore; one thread (icount) */
         warmup_left = warmup_left > t->n ? warmup_left - t->n : 0;
         if (!warmup_left) vm_warmup_done(M, warmup_total);
     }
