@@ -381,7 +381,8 @@ def cmd_test(argv) -> int:
     """The test suite, slow end-to-end tests included: arguments go to pytest (`-m "not slow"`: the fast suite).
     On every core (xdist, a file per worker: most e2e tests drive one single-threaded guest); `-n 0`: one process."""
     if not any(a.startswith(("-n", "--numprocesses", "--dist", "no:xdist")) for a in argv):
-        argv = ["-n", "auto", "--dist", "loadfile", *argv]
+        # in the order tests/conftest.py gives (builds first), not xdist's most-tests-first
+        argv = ["-n", "auto", "--dist", "loadfile", "--no-loadscope-reorder", *argv]
     return subprocess.call([sys.executable, "-m", "pytest", *argv], cwd=REPO)
 
 

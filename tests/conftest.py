@@ -12,11 +12,26 @@ from tests.e2e import environment
 SLOW_KINDS = ("engine", "boot", "study")
 
 
+# Modules that build a kernel no other module needs (lock_stat, every patch
+# set, Alpha) go first: builds hold both cores and one build lock, so the
+# suite ends soonest when the build chain is done early and the short tests
+# fill the other worker's time at the end (longest first). `./run.py test`
+# keeps this order for xdist (--no-loadscope-reorder).
+BUILDS_FIRST = ("test_seed002_e2e.py", "test_patches_e2e.py", "test_alpha.py")
+
+
+def _order(item) -> tuple:
+    name = item.path.name
+    first = BUILDS_FIRST.index(name) if name in BUILDS_FIRST else len(BUILDS_FIRST)
+    return (first, not item.get_closest_marker("slow"))
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects on the marks
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if any(item.get_closest_marker(kind) for kind in SLOW_KINDS):
             item.add_marker(pytest.mark.slow)
+    items.sort(key=_order)  # stable: a module's tests keep their order
 
 
 @pytest.fixture(scope="session")

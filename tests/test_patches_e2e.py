@@ -36,7 +36,8 @@ SMALL = ["--exp", "memeater", "--param", "chunks=6,cycles=1"]
 
 @pytest.fixture(scope="module")
 def kernels(vmlab_env):
-    r = vmlab(vmlab_env, None, "build", "--topology", TOPO, "--kernel", ",".join(KERNELS))
+    # --boot: kernels only; the comparison below snapshots the three it boots
+    r = vmlab(vmlab_env, None, "build", "--topology", TOPO, "--kernel", ",".join(KERNELS), "--boot")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     dirs = [Path(m) for m in re.findall(r"^kernel:\s+(\S+)$", r.stdout, re.M)]
     assert len(dirs) == len(KERNELS)
