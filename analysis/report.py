@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from analysis import compare, db, headlines, plot_kit, plots
+from analysis import compare, db, headlines, pages, plot_kit, plots
 
 # Runs that agree on these and differ in patch_set form one kernel comparison.
 GROUP = ("topology_sha256", "experiment", "params_json", "seed", "kernel_flavor", "timing_mode")
@@ -69,7 +69,27 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--db", default="results.db", help="results database (default ./results.db)")
     p.add_argument("--out", help="folder for index.html and the figures (default: report/<db>-study-N/ or "
                                  "report/<db>-runs-FIRST-LAST/ beside the database)")
+    p.add_argument("--page", metavar="FILE", help="instead of the HTML report, a Markdown results page (e.g. "
+                                                  "docs/results/NAME.md): how the runs were produced, the runs, "
+                                                  "the headline figures (analysis/pages.py)")
     return p
+
+
+def markdown_page(con, db_path, study, ids: list[int], path: Path, command: str) -> Path:
+    runs = con.execute(f"SELECT * FROM runs WHERE id IN ({plot_kit.id_list(ids)}) ORDER BY id").fetchall()
+    title = f"Results: study {study['id']} ({study['name']})" if study is not None else "Results: runs"
+    body = ["", "## Runs", "", "| run | status | machine | experiment | kernel | timing | start | wall s | reason |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for r in runs:
+        wall = "-" if r["wall_s"] is None else f"{r['wall_s']:.1f}"
+        body.append(f"| {r['id']} | {r['status']} | {r['topology']} | {r['experiment']} | {plot_kit.kernel_label(r)} | "
+                    f"{r['timing_mode']} | {r['start']} | {wall} | {(r['reason'] or '').replace('|', '/')} |")
+    heads = pages.headline_tables(con, ids)
+    if heads:
+        body += ["", "## Headline figures", "", "Each experiment's headline figures as its manifest declares them "
+                 "(docs/reference/metrics.md), a row per configuration, repeats aggregated as declared with "
+                 "their range and count.", *heads]
+    return pages.write(path, title, pages.provenance(con, ids, command, db_path, study), body)
 
 
 def select(con, db_path, study: int | None, run_ids: list[int] | None):
@@ -262,7 +282,12 @@ def main(argv: list[str]) -> int:
     try:
         con = db.connect(a.db, readonly=True)
         study, ids = select(con, a.db, a.study, a.runs)
-        index = write(con, a.db, study, ids, Path(a.out) if a.out else default_out(a.db, a.study, ids))
+        if a.page:
+            sel = f"--study {a.study}" if a.study is not None else "--runs " + " ".join(map(str, a.runs))
+            index = markdown_page(con, a.db, study, ids, Path(a.page),
+                                  f"./run.py report {sel} --db {a.db} --page {a.page}")
+        else:
+            index = write(con, a.db, study, ids, Path(a.out) if a.out else default_out(a.db, a.study, ids))
     except (db.SchemaError, ReportError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

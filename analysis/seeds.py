@@ -14,7 +14,7 @@ import sqlite3
 import statistics
 import sys
 
-from analysis import db
+from analysis import db, pages
 from analysis.compare import _fmt, pct
 from analysis.seed_kit import Reading, Row, run_of
 from analysis.seed_published import PUBLISHED, Pub
@@ -232,10 +232,11 @@ def _direction(s, h, row: Row, ours: dict, keys, base, pub: dict) -> list[str]:
 
 
 # --- ./run.py seeds --table-only (pipeline/seedscli.py parses the command) ----------------
-def print_tables(dbpath: str, seeds: list[str], study: int | None = None) -> int:
+def print_tables(dbpath: str, seeds: list[str], study: int | None = None, page=None) -> int:
     """Print the tables of the seeds named (none: all five; those without
     runs are then one error line), over the runs of study `study` or else
-    the latest; bad input is one line on stderr and 2."""
+    the latest; bad input is one line on stderr and 2. page: (path, the
+    command that makes it): the tables also become a results page."""
     try:
         wanted = [seed_of(x).id for x in seeds] or list(SEEDS)
         con = db.connect(dbpath, readonly=True)
@@ -253,6 +254,12 @@ def print_tables(dbpath: str, seeds: list[str], study: int | None = None) -> int
                             + (f"; name the seeds that have runs ({' '.join(picked)})" if picked else
                                " (run ./run.py seeds)"))
         text = "\n\n".join(render(con, x, ids, failed_runs(con, x, study, ids)) for x, ids in picked.items())
+        if page:
+            ids = [i for x in picked.values() for i in x]
+            body = [line for x, rids in picked.items() for line in
+                    ("", f"## Seed {x}", "", "```", render(con, x, rids, failed_runs(con, x, study, rids)).rstrip(),
+                     "```")]
+            pages.write(page[0], "Results: the seeds' tables", pages.provenance(con, ids, page[1], dbpath), body)
     except (SeedError, db.SchemaError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -14,7 +14,7 @@ import pytest
 
 import timing
 import topologies as T
-from analysis import db, plot_kit, plots, report
+from analysis import db, pages, plot_kit, plots, report
 import experiments
 from experiments.forkstorm import plots as forkstorm_plots
 from experiments.latprobe import plots as latprobe_plots
@@ -434,3 +434,30 @@ def test_the_report_shows_headline_figures(built):
     _, _, out = built
     page = (out / "index.html").read_text()
     assert "<h2>Headline figures</h2>" in page and "forkstorm.jobs_per_min [jobs/min], mean" in page
+
+
+def test_a_markdown_results_page_says_how_its_figures_were_made(tmp_path):
+    """--page: a generated docs/results page: the command, the study, the
+    engine and kernels from the run rows, the runs, the headline figures
+    with repeats aggregated; the HTML report is not written."""
+    con = db.connect(tmp_path / "h.db")
+    x2 = T.load("x86-2s")
+    a = store(con, x2, forkstorm_lines(x2.cpus, 30.0, None), experiment="forkstorm")
+    b = store(con, x2, forkstorm_lines(x2.cpus, 45.0, None), experiment="forkstorm",
+              engine_version="QEMU 10.0.2 + vmlab series 0123456789ab")
+    f = store(con, x2, forkstorm_lines(x2.cpus, 99.0, None), experiment="forkstorm", status="failed", reason="x|y")
+    con.close()
+    out = tmp_path / "docs" / "results" / "fork.md"
+    assert report.main(["--runs", str(a), str(b), str(f), "--db", str(tmp_path / "h.db"), "--page", str(out)]) == 0
+    text = out.read_text()
+    assert not (tmp_path / "report").exists()
+    assert text.startswith("# Results: runs\n") and pages.GENERATED in text
+    assert f"| command | `./run.py report --runs {a} {b} {f} --db {tmp_path / 'h.db'} --page {out}` |" in text
+    assert "| runs | 3 (2 ok), started " in text
+    # two engine versions among the runs: each named with its count
+    eng = next(line for line in text.splitlines() if line.startswith("| engine |"))
+    assert "QEMU 10.0.2 + vmlab series 0123456789ab (1)" in eng and "(2)" in eng
+    assert f"| {f} | failed | x86-2s | forkstorm |" in text and "x/y" in text  # a cell never splits the table
+    n = x2.cpus
+    row = next(line for line in text.splitlines() if line.startswith("| x86-2s | vanilla | default |"))
+    assert f"{37.5 * n:g} ({30 * n:g} to {45 * n:g}, n=2)" in row and f"| {a}, {b} |" in row

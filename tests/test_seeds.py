@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import topologies as T
-from analysis import compare, db, seed_runs, seed_tables, seeds
+from analysis import compare, db, pages, seed_runs, seed_tables, seeds
 from analysis.rows import insert
 from tests.e2e import REPO
 from tests.test_report import rec, store
@@ -486,6 +486,26 @@ def test_cli_prints_the_tables_and_bad_input_is_one_line(built, capsys, tmp_path
     assert seeds.print_tables(str(one), ["001"]) == 0 and "seed 001:" in capsys.readouterr().out
 
 
+def test_the_tables_become_a_generated_page_that_says_how_they_were_made(built, capsys, tmp_path):
+    path, ids, con = built
+    page = tmp_path / "docs" / "seeds.md"
+    assert seeds.print_tables(str(path), ["001", "003"], ids["study"], page=(page, "./run.py seeds CMD")) == 0
+    printed, text = capsys.readouterr().out, page.read_text()
+    assert text.startswith("# Results: the seeds' tables\n") and pages.GENERATED in text
+    assert "| command | `./run.py seeds CMD` |" in text and f"`{path.resolve()}`" in text
+    runs = con.execute("SELECT * FROM runs WHERE id IN (SELECT run_id FROM study_runs WHERE study_id = ?)",
+                       (ids["study"],)).fetchall()
+    engines = {f"{r['engine']} {r['engine_version']}" for r in runs}
+    assert any(e in text for e in engines)  # the engine and its series, from the rows
+    # the very tables the command printed, seed by seed
+    for block in ("\n\n" + printed.strip()).split("\n\nseed ")[1:]:
+        assert ("seed " + block.strip()) in text
+    assert "## Seed 001" in text and "## Seed 003" in text
+    # bad input writes no page
+    other = tmp_path / "other.md"
+    assert seeds.print_tables(str(path), ["007"], None, page=(other, "x")) == 2 and not other.exists()
+
+
 def test_seeds_command_runs_every_block_of_a_seed(monkeypatch, tmp_path, capsys):
     """`./run.py seeds 004` asks the study runner for 004's blocks ("004" and
     "004-..."), then prints the tables of that study; a seed without a block
@@ -499,7 +519,7 @@ def test_seeds_command_runs_every_block_of_a_seed(monkeypatch, tmp_path, capsys)
         return 7, None
 
     monkeypatch.setattr(studycli, "run", run)
-    monkeypatch.setattr(seeds, "print_tables", lambda dbpath, wanted, study=None:
+    monkeypatch.setattr(seeds, "print_tables", lambda dbpath, wanted, study=None, page=None:
                         asked.setdefault("tables", (wanted, study)) and 0)
     assert seedscli.main(["004", "--db", str(tmp_path / "r.db")]) == 0
     assert asked["groups"] == seed_runs.block_names(seedscli.SEEDS_STUDY.read_text(), "004")

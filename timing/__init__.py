@@ -23,7 +23,7 @@ MODEL_INT = HERE / "model_int.h"
 # here so that a change to them rebuilds it (plugin.c includes the facts it
 # shares with the guest and the host from experiments/lib: INCLUDE)
 SOURCES = [*(HERE / n for n in ("model.h", "model_int.h", "model_core.h", "model_config.c", "model_state.c", "model_symbols.c",
-                                "model_access.c", "model_report.c", "plugin.c")), facts.HEADER]
+                                "model_access.c", "model_memsys.c", "model_report.c", "plugin.c")), facts.HEADER]
 INCLUDE = facts.HEADER.parent
 MODES = ("off", "fast", "detailed")
 # Read from model_int.h, where the model defines them:

@@ -4,7 +4,8 @@
  *   model_config.c   reading and checking the config
  *   model_state.c    the model's state from it (vm_model_new), freeing it
  *   model_symbols.c  the kernel's text symbols
- *   model_access.c   pricing accesses: caches, directory, network, queueing
+ *   model_access.c   pricing accesses: the L1, the core (model_core.h), counting
+ *   model_memsys.c   the directory transaction of an L2 miss: network, queueing, fills
  *   model_report.c   guest phases and the results JSON
  *
  * The cache helpers are static inline here because vm_access calls them
@@ -185,6 +186,25 @@ static inline uint64_t dir_index(const model_t *m, uint64_t pa) {
     return (m->gran_off[g] + (pa & ((1ull << GRAN_SHIFT) - 1))) >> m->line_shift;
 }
 
+/* The line, present in L2 at way j, becomes L1's MRU and both hold it in state st. */
+static inline void refill_l1(cpu_t *p, uint64_t line, int j, int st, int st2) {
+    if (j) c_touch(&p->l2, line, j);
+    if (st != st2) c_setstate(&p->l2, line, st);
+    c_remove(&p->l1, line);
+    c_insert(&p->l1, line, st);
+}
+
+/* An L2 miss or an upgrade, as the line's home directory handles it. */
+typedef struct {
+    cpu_t *p;
+    int c, me, home;      /* the requester, its node, the line's home node */
+    int excl, st2;        /* wants it exclusive; its L2 state before (S_S: holds the data) */
+    uint64_t line, others;  /* others: the sharers besides the requester */
+    uint64_t e;           /* the directory entry: as found, then the other caches' part, then final */
+    uint64_t lat;
+    int hops;             /* the distance the miss is binned by */
+} txn_t;
+
 /* --- the config, as model_config.c reads it for model_state.c ------------------ */
 typedef struct {
     uint64_t start, end, off;  /* guest-physical [start, end) is RAM from offset off */
@@ -210,7 +230,7 @@ typedef struct {
 
 static inline int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
 
-/* --- functions shared between the model's files (none on the per-access path) --- */
+/* --- functions shared between the model's files (none on the L1-hit path) --------- */
 /* Hidden: not exported from the plugin, so calls to them bind inside it. */
 #define MODEL_INTERNAL __attribute__((visibility("hidden")))
 
@@ -225,5 +245,14 @@ void model_seterr(char *err, size_t n, const char *fmt, ...) MODEL_INTERNAL __at
 /* model_symbols.c: the kernel's text symbols from system_map ("": only the
  * reserved ones) and their counters. Returns 0, or -1 with err set. */
 int model_sym_init(model_t *m, const char *system_map, char *err, size_t errlen) MODEL_INTERNAL;
+
+/* model_memsys.c: the directory transaction t at directory entry idx, then
+ * the line into the requester's caches (in place if its L2 held it at way j;
+ * into L1 too if l1_too); t->lat and t->hops say what it cost. */
+void vm_transact(model_t *m, txn_t *t, uint64_t idx, int j, int l1_too) MODEL_INTERNAL;
+
+/* model_memsys.c: ends a queueing window: each controller's and link's
+ * utilisation in it becomes the next window's M/D/1 delay. */
+void vm_close_window(model_t *m) MODEL_INTERNAL;
 
 #endif

@@ -1,0 +1,216 @@
+/* vmlab timing model: the memory system beyond the core. A directory
+ * transaction (an L2 miss, an upgrade or a prefetch) at the line's home:
+ * who answers (memory, the owning cache, or the directory invalidating the
+ * sharers), what it costs over the links, queueing on controllers and links,
+ * and the line's fill into the requester's caches with what it evicts.
+ * Latency decomposition: model_access.c's header. The L1 hit path never
+ * comes here; an L2 miss does, once, through vm_transact.
+ */
+#include "model_int.h"
+
+/* --- queueing ------------------------------------------------------------------ */
+void vm_close_window(model_t *m) {
+    uint64_t dur = 0;
+    for (int c = 0; c < m->ncpus; c++) {
+        uint64_t d = m->cpu[c].c.time_ps - m->cpu[c].window_start_ps;
+        if (d > dur) dur = d;
+        m->cpu[c].window_start_ps = m->cpu[c].c.time_ps;
+    }
+    int nres = m->nnodes + m->nlinks;
+    for (int r = 0; r < nres; r++) {
+        uint64_t service = r < m->nnodes ? m->mem_service_ps : *m->link_data_ps;
+        double rho = dur ? (double)m->busy_ps[r] / (double)dur : 0.0;
+        if (rho > 0.95) rho = 0.95;  /* the window is an estimate; keep the delay finite */
+        m->qdelay_ps[r] = (uint64_t)(rho * (double)service / (2.0 * (1.0 - rho)));
+        m->busy_total_ps[r] += m->busy_ps[r];
+        m->busy_ps[r] = 0;
+    }
+    m->window_misses = 0;
+    m->windows++;
+}
+
+/* Bandwidth as capacity: resource r serves at most CAL_BUCKET_PS of work per
+ * bucket of time. A request at time t takes `service` ps in the first bucket
+ * at or after t with room and waits until that bucket starts. The M/D/1 term
+ * prices contention below saturation; this keeps a saturated controller or
+ * link from serving more than its bandwidth, whatever the requesters'
+ * parallelism. Buckets count work whatever the order it arrives in, so vCPUs
+ * that run a quantum apart in host order share a bucket fairly. */
+static inline uint64_t cal_take(model_t *m, int r, uint64_t t, uint64_t service) {
+    uint64_t b0 = t / CAL_BUCKET_PS, b = b0;
+    uint64_t *tag = m->cal_tag + (size_t)r * CAL_SLOTS;
+    uint32_t *used = m->cal_used + (size_t)r * CAL_SLOTS;
+    if (service > CAL_BUCKET_PS) service = CAL_BUCKET_PS;  /* a line slower than a bucket: one per bucket */
+    for (int k = 0; k < CAL_SLOTS; k++, b++) {
+        size_t s = b % CAL_SLOTS;
+        if (tag[s] != b) tag[s] = b, used[s] = 0;
+        if (used[s] + service <= CAL_BUCKET_PS) {
+            used[s] += (uint32_t)service;
+            return b == b0 ? 0 : b * CAL_BUCKET_PS - t;
+        }
+    }
+    return (uint64_t)CAL_SLOTS * CAL_BUCKET_PS;  /* the horizon: far past any real queue */
+}
+
+/* One leg a -> b: its hop latency, plus queueing on each link; the links
+ * become busy for a header or a data message, and a data message needs room
+ * in each link's bandwidth. */
+static inline uint64_t leg(model_t *m, int a, int b, int data) {
+    uint64_t t = m->hops[a][b] * m->half_hop_ps;
+    const int *l = m->route_links + m->route_off[a][b];
+    uint64_t busy = data ? *m->link_data_ps : *m->link_req_ps;
+    for (int i = 0; i < m->route_len[a][b]; i++) {
+        int r = m->nnodes + l[i];
+        t += m->qdelay_ps[r];
+        if (data) t += cal_take(m, r, m->now_ps + t, busy);
+        m->busy_ps[r] += busy;
+    }
+    return t;
+}
+
+/* DRAM at node home serves one line: its queueing delay. */
+static inline uint64_t dram(model_t *m, int home, uint64_t at) {
+    m->busy_ps[home] += m->mem_service_ps;
+    return m->qdelay_ps[home] + cal_take(m, home, at, m->mem_service_ps);
+}
+
+/* --- the requester's caches: fills and evictions ---------------------------- */
+/* Drops line from cpu's caches (an invalidation or a back-invalidation). */
+static inline void drop_line(cpu_t *p, uint64_t line) {
+    c_remove(&p->l1, line);
+    c_remove(&p->l2, line);
+}
+
+/* L2 eviction of entry `victim` from cpu c: tell the directory, write back dirty data. */
+static void evicted(model_t *m, int c, uint64_t victim) {
+    if (!victim) return;
+    uint64_t line = victim >> 2;
+    int st = (int)(victim & 3);
+    cpu_t *p = &m->cpu[c];
+    c_remove(&p->l1, line);  /* L2 is inclusive of L1 */
+    uint64_t pa = line << m->line_shift;
+    uint64_t idx = dir_index(m, pa);
+    int home = m->gran_node[pa >> GRAN_SHIFT];
+    uint64_t e = m->dir[idx] & ~(1ull << c);
+    if ((e & ~DIR_EXCL) == 0) e = 0;
+    else if (st >= S_E) e &= ~DIR_EXCL;
+    m->dir[idx] = e;
+    if (st == S_M) {  /* write-back: off the critical path, but it occupies the path and the controller */
+        p->c.writebacks++;
+        (void)dram(m, home, m->now_ps);
+        (void)leg(m, p->node, home, 1);
+    }
+}
+
+static inline void fill(model_t *m, int c, uint64_t line, int state, int l1_too) {
+    cpu_t *p = &m->cpu[c];
+    evicted(m, c, c_insert(&p->l2, line, state));
+    if (l1_too) c_insert(&p->l1, line, state);  /* L1 victims stay in L2: nothing to tell */
+}
+
+
+/* --- the home directory -------------------------------------------------------- */
+/* Another cache owns the line (E or M): a cache-to-cache transfer via the home. */
+static inline void from_owner(model_t *m, txn_t *t) {
+    int me = t->me, home = t->home, o = __builtin_ctzll(t->others), on = m->cpu[o].node;
+    t->lat = m->l2_ps + m->ctrl_ps + m->qdelay_ps[home] + m->l2_ps + leg(m, me, home, 0) + leg(m, home, on, 0) +
+             leg(m, on, me, 1);
+    m->busy_ps[home] += m->mem_service_ps;  /* the directory lookup */
+    cpu_t *op = &m->cpu[o];
+    int ost = S_INV;
+    int oi = c_find(&op->l2, t->line);
+    if (oi >= 0) ost = (int)(c_set(&op->l2, t->line)[oi] & 3);
+    if (t->excl) {
+        drop_line(op, t->line);
+        t->e = 0;
+    } else {
+        c_setstate(&op->l2, t->line, S_S);
+        c_setstate(&op->l1, t->line, S_S);
+        t->e = t->others;
+        if (ost == S_M) {  /* the dirty line is written back to the home as it is shared */
+            op->c.writebacks++;
+            (void)dram(m, home, m->now_ps);
+        }
+    }
+    t->p->c.c2c++;
+    t->hops = m->hops[me][on];
+    m->c2c_hops[t->hops]++;
+}
+
+/* Shared elsewhere and wanted exclusive: invalidate every other sharer (acks
+ * go to the requester); the data comes from memory unless we hold it. */
+static inline void invalidate_sharers(model_t *m, txn_t *t) {
+    int me = t->me, home = t->home;
+    uint64_t inv = 0;
+    int far = m->hops[me][home];  /* binned by the farthest party the claim involves */
+    for (uint64_t s = t->others; s; s &= s - 1) {
+        int o = __builtin_ctzll(s), on = m->cpu[o].node;
+        uint64_t d = m->hops[home][on] * m->half_hop_ps + m->hops[on][me] * m->half_hop_ps;
+        if (d > inv) inv = d;
+        if (m->hops[me][on] > far) far = m->hops[me][on];
+        drop_line(&m->cpu[o], t->line);
+        t->p->c.invals++;
+    }
+    uint64_t dir_path = m->l2_ps + m->ctrl_ps + m->qdelay_ps[home] + leg(m, me, home, 0) + inv;
+    if (t->st2 == S_S) {
+        t->lat = dir_path;  /* upgrade: we hold the data already */
+        t->p->c.upgrades++;
+    } else {
+        uint64_t mem = m->mem_ps[me][home] + dram(m, home, m->now_ps) + leg(m, home, me, 1) -
+                       m->hops[home][me] * m->half_hop_ps;
+        t->lat = mem > dir_path ? mem : dir_path;
+    }
+    if (t->st2 == S_S) m->busy_ps[home] += m->mem_service_ps;
+    t->e = 0;
+    t->hops = far;
+}
+
+/* Upgrade with no other sharer: a round trip to the directory. */
+static inline void upgrade_alone(model_t *m, txn_t *t) {
+    int me = t->me, home = t->home;
+    t->lat = m->l2_ps + m->ctrl_ps + m->qdelay_ps[home] + leg(m, me, home, 0) + leg(m, home, me, 0);
+    m->busy_ps[home] += m->mem_service_ps;
+    t->p->c.upgrades++;
+    t->e = 0;
+    t->hops = m->hops[me][home];
+}
+
+/* Memory at the home node: the topology's load-to-use latency plus queueing. */
+static inline void from_memory(model_t *m, txn_t *t) {
+    int me = t->me, home = t->home;
+    /* the request and reply legs add queueing; their hop latency is in mem_ps */
+    uint64_t req = leg(m, me, home, 0);
+    t->lat = m->mem_ps[me][home] + dram(m, home, m->now_ps + req) + req - m->hops[me][home] * m->half_hop_ps;
+    t->lat += leg(m, home, me, 1) - m->hops[home][me] * m->half_hop_ps;
+    t->hops = m->hops[me][home];
+    if (!t->excl && t->others) t->e = t->others;  /* shared: others keep S */
+}
+
+/* The requester's new state; the directory entry becomes what it will be. */
+static inline int requester_state(txn_t *t) {
+    if (t->excl) {
+        t->e = DIR_EXCL | (1ull << t->c);
+        return S_M;
+    }
+    if (t->e & ~DIR_EXCL) {
+        t->e = (t->e & ~DIR_EXCL) | (1ull << t->c);
+        return S_S;
+    }
+    t->e = DIR_EXCL | (1ull << t->c);
+    return S_E;
+}
+
+/* The transaction at entry idx of the directory, then the line into the
+ * requester's caches (in place if its L2 held it at way j). */
+void vm_transact(model_t *m, txn_t *t, uint64_t idx, int j, int l1_too) {
+    t->e = m->dir[idx];
+    t->others = t->e & ~DIR_EXCL & ~(1ull << t->c);
+    if ((t->e & DIR_EXCL) && t->others) from_owner(m, t);
+    else if (t->excl && t->others) invalidate_sharers(m, t);
+    else if (t->st2 == S_S) upgrade_alone(m, t);
+    else from_memory(m, t);
+    int nst = requester_state(t);
+    m->dir[idx] = t->e;
+    if (j >= 0) refill_l1(t->p, t->line, j, nst, t->st2);  /* upgrade in place */
+    else fill(m, t->c, t->line, nst, l1_too);
+}
