@@ -31,7 +31,7 @@ COMMANDS = ("run", "list", "show", "query", "compare", "build", "test", "bench",
             "browse", "snapshots")
 # The verbs whose own module parses and runs them: its parser() and main(argv).
 MODULES = {"bench": "pipeline.bench", "study": "pipeline.studycli", "seeds": "pipeline.seedscli",
-           "report": "analysis.report", "browse": "analysis.browse"}
+           "report": "analysis.report", "browse": "analysis.browse", "query": "analysis.query"}
 
 
 def run_parser() -> argparse.ArgumentParser:
@@ -132,17 +132,6 @@ def show_parser() -> argparse.ArgumentParser:
     return p
 
 
-def query_parser(tables: str = "") -> argparse.ArgumentParser:
-    """tables: what --help says the database holds (_schema_help)."""
-    p = argparse.ArgumentParser(prog="./run.py query",
-                                description="Run read-only SQL on the results database. " + tables)
-    p.add_argument("sql", nargs="?", default="SELECT * FROM v_runs ORDER BY id DESC LIMIT 20")
-    p.add_argument("--csv", action="store_true", help="print CSV instead of a table")
-    p.add_argument("--parquet", metavar="FILE", help="write the result to a Parquet file (pyarrow) for pandas")
-    add_db(p)
-    return p
-
-
 def compare_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="./run.py compare", description=(
         "Print runs side by side, one row per figure, with the % difference against the first run "
@@ -173,8 +162,7 @@ def parser(verb: str) -> argparse.ArgumentParser | None:
     arguments all go to pytest (cmd_test)."""
     if verb in MODULES:
         return importlib.import_module(MODULES[verb]).parser()
-    return {"run": run_parser, "list": list_parser, "show": show_parser, "query": query_parser,
-            "compare": compare_parser, "build": build_parser, "snapshots": snapshots_parser,
+    return {"run": run_parser, "list": list_parser, "show": show_parser, "compare": compare_parser, "build": build_parser, "snapshots": snapshots_parser,
             "test": lambda: None}[verb]()
 
 
@@ -274,63 +262,6 @@ def cmd_show(argv) -> int:
     return 0
 
 
-def cmd_query(argv) -> int:
-    import sqlite3
-    from analysis import db, summary
-    tables = ""
-    if {"-h", "--help"} & set(argv):  # only --help lists the tables: a query opens the database once
-        pre = argparse.ArgumentParser(add_help=False)
-        add_db(pre)
-        tables = _schema_help(pre.parse_known_args(argv)[0].db)
-    a = query_parser(tables).parse_args(argv)
-    refused = []
-    try:
-        con = db.connect(a.db, readonly=True)
-        con.set_authorizer(lambda action, *_: _query_authorizer(action, refused))
-        cols, rows = db.query(con, a.sql)
-    except (db.SchemaError, sqlite3.Error) as e:
-        fail(f"{a.db}: " + (f"the query is read-only: {refused[0]} refused" if refused else str(e)))
-    if a.parquet:
-        from analysis import export
-        try:
-            n = export.parquet(cols, rows, a.parquet)
-        except export.ExportError as e:
-            fail(str(e))
-        print(f"{a.parquet}: {n} rows, {len(cols)} columns")
-        return 0
-    print(summary.csv_text(cols, rows) if a.csv else summary.table(cols, rows), end="")
-    return 0
-
-
-def _query_authorizer(action: int, refused: list) -> int:
-    """The database is opened read-only, so writing to it fails; but ATTACH
-    (VACUUM INTO attaches too) opens, or creates, any file read-write, and
-    temporary objects are writes too: refused, their name noted in `refused`."""
-    import sqlite3
-    names = {sqlite3.SQLITE_ATTACH: "ATTACH", sqlite3.SQLITE_DETACH: "DETACH",
-             **{getattr(sqlite3, f"SQLITE_CREATE_TEMP_{k}"): f"CREATE TEMP {k}"
-                for k in ("INDEX", "TABLE", "TRIGGER", "VIEW")}}
-    if action in names:
-        refused.append(names[action])
-        return sqlite3.SQLITE_DENY
-    return sqlite3.SQLITE_OK
-
-
-def _schema_help(path: str) -> str:
-    """The tables and views, read from the database (or, before the first
-    run, from the schema this vmlab would create)."""
-    import sqlite3
-    from analysis import db
-    try:
-        con = db.connect(path, readonly=True) if Path(path).exists() else db.connect(":memory:")
-        kinds = db.tables(con)
-    except (db.SchemaError, sqlite3.Error) as e:
-        return f"({path}: {e})"
-    names = lambda t: ", ".join(n for k, n in kinds if k == t)
-    return (f"Tables in {path if Path(path).exists() else 'a new database'}: {names('table')}. "
-            f"Views: {names('view')}. Columns: ./run.py query \"PRAGMA table_info(NAME)\".")
-
-
 def cmd_compare(argv) -> int:
     from analysis import compare, db
     a = compare_parser().parse_args(argv)
@@ -394,7 +325,7 @@ def main(argv: list[str]) -> int:
     if argv and argv[0] in MODULES:
         return importlib.import_module(MODULES[argv[0]]).main(argv[1:])
     if argv and argv[0] in COMMANDS and argv[0] != "run":
-        return {"list": cmd_list, "show": cmd_show, "query": cmd_query, "compare": cmd_compare, "build": cmd_build,
+        return {"list": cmd_list, "show": cmd_show, "compare": cmd_compare, "build": cmd_build,
                 "test": cmd_test, "snapshots": cmd_snapshots}[argv[0]](argv[1:])
     if argv and argv[0] == "run":
         argv = argv[1:]
