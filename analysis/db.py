@@ -14,12 +14,17 @@ import contextlib
 import fcntl
 import os
 import sqlite3
+import time
 from pathlib import Path
 
 import experiments
 from analysis import ingest as core_ingest
 from analysis.runrow import RunEnd, RunStart
 from analysis.schema import MIGRATIONS, SCHEMA_VERSION
+
+
+# how long a writer waits for another connection's lock before failing
+BUSY_TIMEOUT_S = 120.0
 
 
 class SchemaError(RuntimeError):
@@ -43,8 +48,11 @@ def connect(path: Path | str, readonly: bool = False) -> sqlite3.Connection:
             raise SchemaError(f"{path}: no results database yet (run an experiment first)")
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     else:
-        con = sqlite3.connect(path)
-        con.execute("PRAGMA journal_mode=WAL")
+        # Runs started together open one database at once, and one of them
+        # may hold it while it migrates on a loaded host: wait for it, well
+        # past sqlite3's default 5 s, rather than fail the run.
+        con = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
+        _wal(con)
     con.execute("PRAGMA foreign_keys=ON")
     con.row_factory = sqlite3.Row
     if not readonly:
@@ -55,6 +63,22 @@ def connect(path: Path | str, readonly: bool = False) -> sqlite3.Connection:
             raise SchemaError(f"{path}: schema version {v} is newer than this vmlab ({SCHEMA_VERSION})")
         _newer_part(path, _parts(con))
     return con
+
+
+def _wal(con: sqlite3.Connection) -> None:
+    """WAL mode, which a new database gets from the first connection. Two
+    connections switching it at once can deadlock on their locks, and
+    SQLite then answers one of them 'locked' at once, without waiting:
+    try again until the busy timeout is spent."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            con.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _parts(con: sqlite3.Connection) -> list[tuple[str, list[str], int]]:

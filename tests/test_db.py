@@ -178,6 +178,32 @@ def test_concurrent_first_runs_migrate_once_and_none_is_lost(tmp_path):
     assert len(cols) == len(set(cols)) and "clock_model" in cols
 
 
+def test_a_run_waits_for_another_holding_the_database_past_sqlites_5_s(tmp_path):
+    """Two runs started together into one new database (the determinism
+    pairs): one died on 'database is locked' at its first PRAGMA while the
+    other held the file on a loaded host longer than sqlite3's default 5 s
+    busy timeout. A writer now waits (db.BUSY_TIMEOUT_S)."""
+    import subprocess
+    import sys
+    path = tmp_path / "busy.db"
+    # a new file, not yet in WAL mode, that another process is reading: the
+    # switch to WAL needs it alone
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sqlite3, sys, time\n"
+        f"c = sqlite3.connect({str(path)!r}, isolation_level=None)\n"
+        "c.execute('CREATE TABLE t (x)'); c.execute('BEGIN'); c.execute('SELECT * FROM t').fetchall()\n"
+        "print('held', flush=True); time.sleep(6); c.execute('COMMIT')")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        con = db.connect(path)   # sqlite3's default would raise 'database is locked' after 5 s
+        assert con.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION
+        assert holder.poll() is not None or holder.wait(timeout=30) == 0
+    finally:
+        holder.kill()
+    assert db.BUSY_TIMEOUT_S > 6
+
+
 def test_memeater_cycles_land_with_their_reclaim_deltas(tmp_path):
     """A record type added to one experiment: the guest prints it
     (memeater.c), its results.py stores it (SCHEMA step 2), and an old
