@@ -1,7 +1,7 @@
 """Each experiment's headline figures over a set of runs, generic over the
 `metrics` table: the figures a manifest declares `headline = true`
 (experiments/metrics.py), one row per configuration (machine, kernel,
-parameters, seed, flavor, timing mode), each a study's repeats aggregated
+parameters, seed, flavor, timing mode, booted or restored), each a study's repeats aggregated
 as the manifest declares (mean, median, min, max or sum) with the repeats'
 range and count beside it. The report shows it; nothing here knows an
 experiment by name."""
@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import experiments
 
 # runs that repeat one configuration (a study's repeats have their own keys)
-CONFIG = ("topology", "topology_sha256", "patch_set", "kernel_flavor", "params_json", "seed", "timing_mode")
+# (a booted and a restored run are different runs of a machine: runs.start)
+CONFIG = ("topology", "topology_sha256", "patch_set", "kernel_flavor", "params_json", "seed", "timing_mode", "start")
 
 
 @dataclass

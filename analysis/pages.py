@@ -48,7 +48,7 @@ def provenance(con, ids: list[int], command: str, db_path, study=None) -> list[s
                             f"config {_short(r['kernel_config_sha256'])}" for r in runs)),
         ("patch sets", _counted(f"{r['patch_set']} ({r['kernel_flavor']})" for r in runs)),
         ("machines", _counted(f"{r['topology']} ({r['topology_shape']}, {r['cpus']} CPUs, "
-                              f"topology {_short(r['topology_sha256'])}, scale {r['scale']:g})" for r in runs)),
+                              f"topology {_short(r['topology_sha256'])}, scale 1/{1 / r['scale']:g})" for r in runs)),
         ("clock", _counted(r["clock_model"] for r in runs)),
         ("timing", _counted(r["timing_mode"] for r in runs)),
         ("start", _counted(r["start"] for r in runs)),
@@ -72,14 +72,15 @@ def headline_tables(con, ids: list[int]) -> list[str]:
     out = []
     for t in headlines.tables(con, runs):
         out += ["", f"### {t.experiment}: headline figures", "",
-                "| machine | kernel | flavor | timing | runs | " + " | ".join(
+                "| machine | kernel | flavor | timing | start | runs | " + " | ".join(
                     f"{f} [{t.units[f]}], {t.aggregates[f]}" for f in t.figures) + " |",
-                "|---" * (5 + len(t.figures)) + "|"]
+                "|---" * (6 + len(t.figures)) + "|"]
         for conf, rids, cells in t.rows:
             shown = [_num(c.value) + (f" ({_num(c.low)} to {_num(c.high)}, n={c.n})" if c.n > 1 else "")
                      for c in cells]
             out.append(f"| {conf['topology']} | {conf['patch_set']} | {conf['kernel_flavor']} | "
-                       f"{conf['timing_mode']} | {', '.join(map(str, rids))} | " + " | ".join(shown) + " |")
+                       f"{conf['timing_mode']} | {conf['start']} | {', '.join(map(str, rids))} | "
+                       + " | ".join(shown) + " |")
     return out
 
 

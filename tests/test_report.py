@@ -446,18 +446,23 @@ def test_a_markdown_results_page_says_how_its_figures_were_made(tmp_path):
     b = store(con, x2, forkstorm_lines(x2.cpus, 45.0, None), experiment="forkstorm",
               engine_version="QEMU 10.0.2 + vmlab series 0123456789ab")
     f = store(con, x2, forkstorm_lines(x2.cpus, 99.0, None), experiment="forkstorm", status="failed", reason="x|y")
+    r = store(con, x2, forkstorm_lines(x2.cpus, 50.0, None), experiment="forkstorm", start="restored")
     con.close()
     out = tmp_path / "docs" / "results" / "fork.md"
-    assert report.main(["--runs", str(a), str(b), str(f), "--db", str(tmp_path / "h.db"), "--page", str(out)]) == 0
+    assert report.main(["--runs", str(a), str(b), str(f), str(r), "--db", str(tmp_path / "h.db"),
+                        "--page", str(out)]) == 0
     text = out.read_text()
     assert not (tmp_path / "report").exists()
     assert text.startswith("# Results: runs\n") and pages.GENERATED in text
-    assert f"| command | `./run.py report --runs {a} {b} {f} --db {tmp_path / 'h.db'} --page {out}` |" in text
-    assert "| runs | 3 (2 ok), started " in text
+    assert f"| command | `./run.py report --runs {a} {b} {f} {r} --db {tmp_path / 'h.db'} --page {out}` |" in text
+    assert "| runs | 4 (3 ok), started " in text and "| start | booted (3); restored (1) |" in text
     # two engine versions among the runs: each named with its count
     eng = next(line for line in text.splitlines() if line.startswith("| engine |"))
-    assert "QEMU 10.0.2 + vmlab series 0123456789ab (1)" in eng and "(2)" in eng
+    assert "QEMU 10.0.2 + vmlab series 0123456789ab (1)" in eng and "10.0.2 (3)" in eng
     assert f"| {f} | failed | x86-2s | forkstorm |" in text and "x/y" in text  # a cell never splits the table
     n = x2.cpus
-    row = next(line for line in text.splitlines() if line.startswith("| x86-2s | vanilla | default |"))
+    row = next(line for line in text.splitlines() if line.startswith("| x86-2s | vanilla | default | off | booted |"))
     assert f"{37.5 * n:g} ({30 * n:g} to {45 * n:g}, n=2)" in row and f"| {a}, {b} |" in row
+    # a restored run is another configuration than the booted ones, not a repeat of them
+    row = next(line for line in text.splitlines() if line.startswith("| x86-2s | vanilla | default | off | restored |"))
+    assert f"| {r} | {50 * n:g} |" in row
