@@ -79,7 +79,8 @@ def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "", data_dev:
                                                 f"{warmup_insns:,} instructions (not counted)" if warmup_insns
                                                 else " and the timing model's caches cold" if timing != "off"
                                                 else "")
-                   + "; its figures differ from a booted run's, not its repeatability")
+                   + "; its memory (page cache, slab, free pages) is what the snapshot boot left, so its "
+                   "figures differ from a booted run's, not its repeatability")
     return "; ".join(out)
 
 
