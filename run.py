@@ -162,8 +162,8 @@ def parser(verb: str) -> argparse.ArgumentParser | None:
     arguments all go to pytest (cmd_test)."""
     if verb in MODULES:
         return importlib.import_module(MODULES[verb]).parser()
-    return {"run": run_parser, "list": list_parser, "show": show_parser, "compare": compare_parser, "build": build_parser, "snapshots": snapshots_parser,
-            "test": lambda: None}[verb]()
+    return {"run": run_parser, "list": list_parser, "show": show_parser, "compare": compare_parser,
+            "build": build_parser, "snapshots": snapshots_parser, "test": lambda: None}[verb]()
 
 
 def fail(msg: str, code: int = 2) -> "NoReturn":

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 
 import experiments
+from analysis.compare import _fmt
 
 # runs that repeat one configuration (a study's repeats have their own keys)
 # (a booted and a restored run are different runs of a machine: runs.start)
@@ -23,6 +24,11 @@ class Cell:
     low: float | None
     high: float | None
     n: int
+
+    def text(self) -> str:
+        """The aggregate, and with several runs their range and count."""
+        num = lambda v: "-" if v is None else _fmt(round(v, 4))
+        return num(self.value) + (f" ({num(self.low)} to {num(self.high)}, n={self.n})" if self.n > 1 else "")
 
 
 @dataclass

@@ -84,12 +84,12 @@ def markdown_page(con, db_path, study, ids: list[int], path: Path, command: str)
         wall = "-" if r["wall_s"] is None else f"{r['wall_s']:.1f}"
         body.append(f"| {r['id']} | {r['status']} | {r['topology']} | {r['experiment']} | {plot_kit.kernel_label(r)} | "
                     f"{r['timing_mode']} | {r['start']} | {wall} | {(r['reason'] or '').replace('|', '/')} |")
-    heads = pages.headline_tables(con, ids)
+    heads = pages.headline_tables(con, runs)
     if heads:
         body += ["", "## Headline figures", "", "Each experiment's headline figures as its manifest declares them "
                  "(docs/reference/metrics.md), a row per configuration, repeats aggregated as declared with "
                  "their range and count.", *heads]
-    return pages.write(path, title, pages.provenance(con, ids, command, db_path, study), body)
+    return pages.write(path, title, pages.provenance(runs, command, db_path, study), body)
 
 
 def select(con, db_path, study: int | None, run_ids: list[int] | None):
@@ -202,9 +202,7 @@ def headlines_html(con, runs) -> str:
             f"<th>{e(f)} [{e(t.units[f])}], {e(t.aggregates[f])}</th>" for f in t.figures)
         rows = []
         for conf, ids, cells in t.rows:
-            shown = "".join(_cell("-" if c.value is None else compare._fmt(round(c.value, 4))
-                                  + (f" ({compare._fmt(round(c.low, 4))}-{compare._fmt(round(c.high, 4))}, n={c.n})"
-                                     if c.n > 1 else ""), True) for c in cells)
+            shown = "".join(_cell(c.text(), True) for c in cells)
             rows.append(f"<tr><td>{e(conf['topology'])}</td><td>{e(conf['patch_set'])}</td>"
                         f"<td>{e(', '.join(map(str, ids)))}</td>{shown}</tr>")
         out.append(f"<section class=headlines><h3>{e(t.experiment)}: headline figures</h3><table><tr>{head}</tr>"

@@ -253,13 +253,12 @@ def print_tables(dbpath: str, seeds: list[str], study: int | None = None, page=N
                             + (f"study {study}" if study is not None else dbpath)
                             + (f"; name the seeds that have runs ({' '.join(picked)})" if picked else
                                " (run ./run.py seeds)"))
-        text = "\n\n".join(render(con, x, ids, failed_runs(con, x, study, ids)) for x, ids in picked.items())
+        tables = {x: render(con, x, ids, failed_runs(con, x, study, ids)) for x, ids in picked.items()}
+        text = "\n\n".join(tables.values())
         if page:
-            ids = [i for x in picked.values() for i in x]
-            body = [line for x, rids in picked.items() for line in
-                    ("", f"## Seed {x}", "", "```", render(con, x, rids, failed_runs(con, x, study, rids)).rstrip(),
-                     "```")]
-            pages.write(page[0], "Results: the seeds' tables", pages.provenance(con, ids, page[1], dbpath), body)
+            body = [line for x, t in tables.items() for line in ("", f"## Seed {x}", "", "```", t.rstrip(), "```")]
+            runs = pages.runs_of(con, [i for x in picked.values() for i in x])
+            pages.write(page[0], "Results: the seeds' tables", pages.provenance(runs, page[1], dbpath), body)
     except (SeedError, db.SchemaError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -427,7 +427,7 @@ def test_headline_figures_aggregate_repeats_as_declared(tmp_path):
     assert (cell1.value, cell1.low, cell1.high, cell1.n) == (37.5 * n, 30.0 * n, 45.0 * n, 2)
     assert ids2 == [c] and cell2.n == 1 and cell2.value == 60.0 * n
     page = report.headlines_html(con, runs)
-    assert "forkstorm: headline figures" in page and f"{37.5 * n:g} ({30 * n}-{45 * n}, n=2)" in page
+    assert "forkstorm: headline figures" in page and f"{37.5 * n:g} ({30 * n:g} to {45 * n:g}, n=2)" in page
 
 
 def test_the_report_shows_headline_figures(built):
