@@ -76,7 +76,8 @@ def _wal(con: sqlite3.Connection) -> None:
             con.execute("PRAGMA journal_mode=WAL")
             return
         except sqlite3.OperationalError as e:
-            if "locked" not in str(e) or time.monotonic() > deadline:
+            busy = getattr(e, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+            if not busy or time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
 
