@@ -81,6 +81,10 @@ TABLES = {
     "timing_hops": ("Misses, lock transfers and their modeled latency by hop count.",
                     {"hops": "hops between the CPU's node and the home node", "lat_ps": "total modeled ps"}),
     "timing_latency_hist": ("Histogram of modeled miss latency per hop count.", {}),
+    "timing_walks": ("Page-walk entry reads (timing model 3) by where they were served: the walking CPU's L1 or L2, "
+                     "or memory at a hop distance from it (the page-table page's home node, or its owner's cache).",
+                     {"served": "l1, l2 or memory", "hops": "hops to where a memory read was served (NULL for l1/l2)",
+                      "loads": "entry reads", "lat_ps": "their summed latency, ps"}),
     "timing_symbols": ("Modeled accesses, misses and stall by kernel symbol (System.map).", {}),
     "timing_resources": ("Busy time of each modeled link and memory controller.", {}),
     "timing_phases": ("Per phase a guest program marked (begin/end ids): modeled time, misses, stalls.", {}),

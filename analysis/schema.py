@@ -332,5 +332,27 @@ MIGRATIONS = [
     ALTER TABLE runs ADD COLUMN start TEXT NOT NULL DEFAULT 'booted';
     ALTER TABLE runs ADD COLUMN snapshot_key TEXT;
     """,
+    # 12: timing model 3: TLBs, page walks and instruction fetch (timing/model_tlb.h):
+    # per CPU the translation and fetch counters; per run the walks' entry reads by
+    # where they were served (l1, l2, memory at a hop distance) and the leaves' sizes
+    """
+    ALTER TABLE timing_cpu ADD COLUMN dtlb_misses INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE timing_cpu ADD COLUMN itlb_misses INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE timing_cpu ADD COLUMN walks INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE timing_cpu ADD COLUMN walk_ps INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE timing_cpu ADD COLUMN walk_loads INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE timing_cpu ADD COLUMN walk_remote INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE timing_cpu ADD COLUMN tlb_flushes INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE timing_cpu ADD COLUMN l1i_misses INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE timing_cpu ADD COLUMN fetch_stall_ps INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE timing_walks (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        served TEXT NOT NULL CHECK (served IN ('l1', 'l2', 'memory')),
+        hops INTEGER,
+        loads INTEGER NOT NULL,
+        lat_ps INTEGER NOT NULL
+    );
+    CREATE INDEX timing_walks_run ON timing_walks(run_id);
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -53,8 +53,8 @@ def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "", data_dev:
                    + (f"; model version {_model_version()}: {topo.core.describe()}; private L1D/L2, MESI "
                       "directory, hops, queueing and bandwidth caps on controllers and links modeled; a load's "
                       "dependence on a miss in flight is seen only through an 8-byte value it loaded (an address "
-                      "within 4 KiB of it); no TLB, page walk, shared L3 or instruction fetch (L1I hits at 1 "
-                      "instruction per cycle); rep string instructions count one instruction per iteration"
+                      "within 4 KiB of it); " + _translation(topo)
+                      + "; no shared L3; rep string instructions count one instruction per iteration"
                       if timing == "detailed" else "; instruction counts and basic-block vectors only"))
     if qemu_mode == "icount":
         out.append("guest time = per-vCPU clocks (instructions at the topology clock, x86 PAUSE at its "
@@ -82,6 +82,18 @@ def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "", data_dev:
                    + "; its memory (page cache, slab, free pages) is what the snapshot boot left, so its "
                    "figures differ from a booted run's, not its repeatability")
     return "; ".join(out)
+
+
+def _translation(topo) -> str:
+    """What the model prices of address translation and instruction fetch."""
+    if topo.guest_isa != "x86_64" or not topo.tlb.on:
+        return ("no TLB or page walk (the walker reads x86-64 page tables only)" if topo.tlb.on else
+                "no TLB or page walk") + ", no instruction fetch (L1I hits at 1 instruction per cycle)"
+    fetch = ("instruction fetch through an L1I (a block's lines fetched together, its slowest line stalls "
+             "the front end)" if any(c.name == "l1i" for c in topo.caches)
+             else "no instruction fetch (L1I hits at 1 instruction per cycle)")
+    return (f"TLBs and page walks: {topo.tlb.describe()}; walks read the guest's page tables through the data "
+            "caches at their home nodes; a CR3 write flushes every non-global entry (no PCID); " + fetch)
 
 
 def _model_version() -> int:

@@ -47,6 +47,12 @@ def ingest(con, run_id: int, res: dict, address_map: str = "") -> None:
                 acc[k] = acc.get(k, 0) + v
     insert(con, "timing_symbols", list(syms.values()))
     insert(con, "timing_resources", [{"run_id": run_id, **r} for r in res.get("resources", [])])
+    wk = res.get("walks") or {}
+    if wk.get("translation"):
+        insert(con, "timing_walks", [{"run_id": run_id, **r} for r in wk.get("reads", [])])
+        insert(con, "metrics", [{"run_id": run_id, "name": f"timing.walk_leaves_{s}", "value": wk.get(f"leaf_{s}", 0),
+                                 "unit": "walks"} for s in ("4k", "2m", "1g")]
+               + [{"run_id": run_id, "name": "timing.walk_faults", "value": wk.get("faults", 0), "unit": "walks"}])
     insert(con, "timing_phases", [{"run_id": run_id, "cpu": p["cpu"], "phase_id": p["id"],
                                    "phase": timing.PHASES.get(p["id"]), "instance": p["instance"],
                                    "begin_ps": p["begin_ps"], "end_ps": p["end_ps"],
@@ -83,6 +89,7 @@ def render(con, run_id: int, w) -> None:
                 ("dep", "for a value still arriving"), ("fb", "for a fill buffer"), ("rob", "with the window full"),
                 ("sb", "with the store buffer full"), ("fence", "in lock operations")))
           + f"; {core['pf'] or 0:,} lines prefetched")
+    _translation(con, run_id, tot["acc"], w)
     hops = con.execute("SELECT hops, misses, lat_ps, lock_xfers, lock_ps FROM timing_hops WHERE run_id = ? "
                        "ORDER BY hops", (run_id,)).fetchall()
     if hops:
@@ -105,3 +112,32 @@ def render(con, run_id: int, w) -> None:
             w(f"    {s['symbol']:<32} {s['stall_ps'] / 1e9:>9.2f} ms  {s['misses']:>10,} misses "
               f"({100.0 * s['remote'] / max(s['misses'], 1):3.0f} % remote)"
               + (f", {s['lock_xfers']:,} lock transfers" if s["lock_xfers"] else ""))
+
+
+def _translation(con, run_id: int, accesses: int, w) -> None:
+    """Model 3's TLBs, page walks (where their entry reads were served) and instruction fetch."""
+    t = con.execute("SELECT SUM(dtlb_misses) d, SUM(itlb_misses) i, SUM(walks) n, SUM(walk_ps) ps, "
+                    "SUM(walk_loads) loads, SUM(walk_remote) remote, SUM(tlb_flushes) fl, SUM(l1i_misses) im, "
+                    "SUM(fetch_stall_ps) fs FROM timing_cpu WHERE run_id = ?", (run_id,)).fetchone()
+    if not (t["d"] or t["i"] or t["im"]):
+        return
+    n = t["n"] or 0
+    w(f"  translation: {t['d']:,} L1 DTLB misses ({1000.0 * t['d'] / max(accesses, 1):.2f} per 1000 accesses), "
+      f"{t['i']:,} L1 ITLB misses, {n:,} page walks"
+      + (f" of {t['ps'] / n / 1000:.1f} ns on average, {t['loads'] / n:.2f} entry reads each "
+         f"({100.0 * (t['remote'] or 0) / max(t['loads'], 1):.1f} % of them from a remote node)" if n else "")
+      + f"; {t['fl']:,} TLB flushes")
+    reads = con.execute("SELECT served, hops, loads, lat_ps FROM timing_walks WHERE run_id = ? "
+                        "ORDER BY served, hops", (run_id,)).fetchall()
+    if any(r["loads"] for r in reads):
+        w("  page-walk reads served by: " + "  ".join(
+            (f"{r['served'].upper()} {r['loads']:,}" if r["hops"] is None else
+             f"memory {r['hops']} hop{'s' if r['hops'] != 1 else ''} {r['loads']:,} @ {r['lat_ps'] / r['loads'] / 1000:.0f} ns")
+            for r in reads if r["loads"]))
+    leaves = {r[0]: int(r[1]) for r in con.execute(
+        "SELECT name, value FROM metrics WHERE run_id = ? AND name LIKE 'timing.walk_leaves_%'", (run_id,))}
+    if any(leaves.values()):
+        w("  walks ended in " + ", ".join(f"{v:,} {k.rsplit('_', 1)[1].upper().replace('K', ' KiB').replace('M', ' MiB').replace('G', ' GiB')} pages"
+                                          for k, v in sorted(leaves.items()) if v))
+    if t["im"]:
+        w(f"  instruction fetch: {t['im']:,} L1I misses, the front end waited {t['fs'] / 1e9:.2f} ms")

@@ -23,7 +23,8 @@ MODEL_INT = HERE / "model_int.h"
 # here so that a change to them rebuilds it (plugin.c includes the facts it
 # shares with the guest and the host from experiments/lib: INCLUDE)
 SOURCES = [*(HERE / n for n in ("model.h", "model_int.h", "model_core.h", "model_config.c", "model_state.c", "model_symbols.c",
-                                "model_access.c", "model_memsys.c", "model_report.c", "plugin.c")), facts.HEADER]
+                                "model_access.c", "model_memsys.c", "model_report.c", "model_tlb.c", "model_tlb.h",
+                                "plugin.c", "plugin_mmu.c", "plugin_mmu.h")), facts.HEADER]
 INCLUDE = facts.HEADER.parent
 MODES = ("off", "fast", "detailed")
 # Read from model_int.h, where the model defines them:
@@ -158,6 +159,10 @@ def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir
              f"local_ns {topo.local_latency_ns}", f"hop_ns {topo.hop_latency_ns}",
              f"mem_bw_gbps {topo.memory_bandwidth_gbps}", f"link_bw_gbps {topo.link_bandwidth_gbps}",
              *topo.core.config_lines()]
+    if topo.guest_isa == "x86_64":  # the walker reads x86-64 page tables (timing/plugin_mmu.c)
+        lines += topo.tlb.config_lines()
+        if "l1i" in caches:
+            lines.append(f"l1i {caches['l1i'].size_kib * 1024} {caches['l1i'].ways} {caches['l1i'].latency_cycles}")
     if symbols:
         lines.append(f"symbols {symbols}")
     if mode == "detailed":

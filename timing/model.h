@@ -75,6 +75,34 @@ void vm_phase(model_t *m, int cpu, int op, uint64_t id, uint64_t instance);
  * guest has them. Never moves a clock back. */
 void vm_sync_time(model_t *m, int cpu, uint64_t engine_ps);
 
+/* Address translation (model_tlb.h), with a [tlb] in the config. The walker
+ * reads the guest's page tables through its host: root() gives the running
+ * CPU's page-table base (CR3) and VM_MMU_* flags, read() 8 bytes of
+ * guest-physical RAM; each returns 0 when it cannot. Without them (or with
+ * paging off) nothing is translated and nothing is priced for it. */
+enum { VM_MMU_PAGING = 1, VM_MMU_LA57 = 2 };
+typedef struct {
+    int (*root)(void *ctx, int cpu, uint64_t *cr3, unsigned *flags);
+    int (*read)(void *ctx, uint64_t pa, uint64_t *val);
+    void *ctx;
+} vm_mmu_t;
+void vm_set_mmu(model_t *m, const vm_mmu_t *mmu);
+int vm_tlb_on(const model_t *m);     /* translation is modeled */
+int vm_fetch_on(const model_t *m);   /* instruction fetch is modeled (an l1i in the config) */
+
+/* What the guest flushed on cpu: a CR3 write (every non-global entry and
+ * the paging-structure caches), INVLPG vaddr (its page's entries, in every
+ * size, and the paging-structure caches), a CR4.PGE toggle (everything). */
+enum { VM_FLUSH_NONGLOBAL = 1, VM_FLUSH_PAGE = 2, VM_FLUSH_ALL = 3 };
+void vm_tlb_flush(model_t *m, int cpu, int what, uint64_t vaddr);
+
+/* cpu fetches a block's bytes of code at virtual pc: translated through the
+ * ITLB, each line through the L1I, the L2 and the code page's home node.
+ * sym, kind: the block's, as for vm_access.
+ * Returns the stall: the front end waits for the translation and the
+ * block's slowest line (its lines are fetched together). */
+uint64_t vm_fetch(model_t *m, int cpu, uint64_t pc, uint32_t bytes, uint32_t sym, int kind);
+
 /* Modeled time of a cpu so far, in picoseconds. */
 uint64_t vm_cpu_time_ps(const model_t *m, int cpu);
 

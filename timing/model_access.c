@@ -19,75 +19,6 @@
  */
 #include "model_int.h"
 
-/* --- the requester's L1 --------------------------------------------------------- */
-/* Hit in L1 with enough rights (the hot path): an exclusive access to an
- * E line turns it M silently. */
-static inline int l1_hit(cpu_t *p, uint64_t line, int excl) {
-    int i = c_find(&p->l1, line);
-    if (i < 0) return 0;
-    uint64_t *s = c_set(&p->l1, line);
-    int st = (int)(s[i] & 3);
-    if (excl && st < S_E) return 0;
-    if (excl && st == S_E) {  /* silent E -> M */
-        s[i] = (line << 2) | S_M;
-        c_setstate(&p->l2, line, S_M);
-    }
-    if (i) c_touch(&p->l1, line, i);
-    p->c.l1_hits++;
-    return 1;
-}
-
-/* --- counting -------------------------------------------------------------------- */
-static inline void count_access(model_t *m, cpu_t *p, unsigned flags, uint32_t sym, int kind) {
-    m->sym[sym].accesses++;
-    m->kind[kind].accesses++;
-    /* a lock operation's read claims the line; its write then hits in L1 */
-    if (flags & VM_F_WRITE) p->c.stores++;
-    else if (flags & VM_F_ATOMIC) p->c.atomics++;
-    else p->c.loads++;
-}
-
-/* A line fetched from home (the CPU-node x home-node matrix) over hops (the
- * distance it is binned by: to the home, or to the owning cache): demand
- * misses and prefetches alike are memory traffic. */
-static inline void count_fetch(model_t *m, cpu_t *p, int home, int hops, uint64_t lat) {
-    m->matrix_n[p->node][home]++;
-    m->matrix_ps[p->node][home] += lat;
-    m->hop_n[hops]++;
-    m->hop_ps[hops] += lat;
-    uint64_t bin = lat / (HIST_NS * 1000);
-    m->hist[hops][bin < HIST_BINS ? bin : HIST_BINS - 1]++;
-    if (++m->window_misses >= WINDOW_MISSES) vm_close_window(m);
-}
-
-static inline void count_miss(model_t *m, cpu_t *p, int home, int hops, uint64_t lat, uint32_t sym, int kind) {
-    p->c.misses++;
-    if (hops) p->c.remote++;
-    m->sym[sym].misses++;
-    if (hops) m->sym[sym].remote++;
-    m->kind[kind].misses++;
-    if (hops) m->kind[kind].remote++;
-    count_fetch(m, p, home, hops, lat);
-}
-
-/* A lock operation that had to fetch or claim its line, binned by the
- * distance to where the line came from (owner or home). */
-static inline void count_lock(model_t *m, cpu_t *p, int hops, uint64_t lat, uint32_t sym) {
-    p->c.lock_xfers++;
-    p->c.lock_ps += lat;
-    m->lock_n[hops]++;
-    m->lock_ps[hops] += lat;
-    m->sym[sym].lock_xfers++;
-}
-
-/* lat of stall, to the CPU's clock and to its symbol and kind. */
-static inline void charge(model_t *m, cpu_t *p, uint64_t lat, uint32_t sym, int kind) {
-    p->c.stall_ps += lat;
-    p->c.time_ps += lat;
-    m->sym[sym].stall_ps += lat;
-    m->kind[kind].stall_ps += lat;
-}
-
 /* --- the core: outstanding misses, store buffer, streamer (model_core.h) ----------- */
 static inline size_t infl_slot(uint64_t line) { return (size_t)((line ^ (line >> 8)) & (INFL_SLOTS - 1)); }
 
@@ -228,6 +159,15 @@ static inline uint64_t l1_miss(model_t *m, cpu_t *p, int c, uint64_t pa, uint64_
     return miss_issue + t.lat;
 }
 
+/* When vaddr's translation is there, from now: at once on a first-level TLB
+ * hit (model_tlb.c), and without a lookup for the page the last access used. */
+static inline uint64_t translate(model_t *m, cpu_t *p, int c, uint64_t vaddr, uint64_t now, uint32_t sym, int kind) {
+    if (!m->tlb.on || (vaddr >> 12) == p->tlb.last_dpage) return now;
+    uint64_t frame, x = model_translate(m, c, vaddr, 0, now, sym, kind, &frame);
+    if (frame != UINT64_MAX) p->tlb.last_dpage = vaddr >> 12;
+    return x;
+}
+
 /* The blocking core (core.ooo 0): every access's latency is a stall. */
 static uint64_t access_blocking(model_t *m, cpu_t *p, int c, uint64_t pa, unsigned flags, uint32_t sym, int kind) {
     uint64_t line = pa >> m->line_shift;
@@ -254,7 +194,11 @@ uint64_t vm_access(model_t *m, int c, uint64_t pa, uint64_t vaddr, unsigned flag
         return 0;
     }
     count_access(m, p, flags, sym, kind);
-    if (!m->core.ooo) return access_blocking(m, p, c, pa, flags, sym, kind);
+    if (!m->core.ooo) {  /* the translation, then the access, one after the other */
+        uint64_t t0 = p->c.time_ps, x = translate(m, p, c, vaddr, t0, sym, kind);
+        if (x > t0) charge(m, p, x - t0, sym, kind);
+        return x - t0 + access_blocking(m, p, c, pa, flags, sym, kind);
+    }
 
     core_t *k = &p->k;
     uint64_t t0 = p->c.time_ps, line = pa >> m->line_shift;
@@ -277,10 +221,12 @@ uint64_t vm_access(model_t *m, int c, uint64_t pa, uint64_t vaddr, unsigned flag
         }
     }
     uint64_t now = p->c.time_ps, ready = now;  /* ready: when this access's data (or ownership) is there */
+    uint64_t xlat = translate(m, p, c, vaddr, now, sym, kind);  /* the access issues once translated */
     int l1miss = 0;
     if (l1_hit(p, line, excl)) {
         uint64_t r = infl_ready(k, line, now);
         if (r) ready = r;
+        if (xlat > ready) ready = xlat;
     } else {
         l1miss = 1;
         /* (b) an L1 miss needs a fill buffer; a store's RFO waits for one in the store buffer */
@@ -290,6 +236,7 @@ uint64_t vm_access(model_t *m, int c, uint64_t pa, uint64_t vaddr, unsigned flag
             now = p->c.time_ps;
         }
         uint64_t issue = k->fb_ready[f] > now ? k->fb_ready[f] : now;
+        if (xlat > issue) issue = xlat;
         /* an L2 miss or upgrade also needs an L2 queue entry; an L2 hit may be on a line a
          * prefetch is still bringing */
         uint32_t q = first_free(k->sq_ready, m->core.l2_queue);

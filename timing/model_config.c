@@ -159,6 +159,14 @@ static int is_core_key(const char *key) {
     return 0;
 }
 
+/* A translation line (model_tlb.c reads it). */
+static int tlb_key(model_t *m, cfg_t *cf, const char *key, const char *p) {
+    char why[256] = "";
+    if (!model_tlb_parse(m, key, p, why, sizeof why)) return 0;
+    if (why[0]) bad(cf, "%s", why);
+    return 1;
+}
+
 /* One config line: key, then p at its values. */
 static void parse_line(model_t *m, cfg_t *cf, const char *key, const char *p) {
     if (!strcmp(key, "vmlab-timing")) {
@@ -178,8 +186,8 @@ static void parse_line(model_t *m, cfg_t *cf, const char *key, const char *p) {
         if (sscanf(p, "%" SCNu64, &m->cycle_ps) != 1 || !m->cycle_ps) bad(cf, "cycle_ps: expected a positive integer");
     }
     else if (!strcmp(key, "line_bytes")) sscanf(p, "%u", &cf->line_bytes);
-    else if (!strcmp(key, "l1d") || !strcmp(key, "l2")) {
-        uint32_t *g = key[1] == '1' ? m->l1_geom : m->l2_geom;
+    else if (!strcmp(key, "l1d") || !strcmp(key, "l2") || !strcmp(key, "l1i")) {
+        uint32_t *g = key[1] == '2' ? m->l2_geom : key[2] == 'i' ? m->l1i_geom : m->l1_geom;
         if (sscanf(p, "%u %u %u", &g[0], &g[1], &g[2]) != 3) bad(cf, "%s: expected bytes ways latency_cycles", key);
     } else if (!strcmp(key, "local_ns")) sscanf(p, "%lf", &cf->local_ns);
     else if (!strcmp(key, "hop_ns")) sscanf(p, "%lf", &cf->hop_ns);
@@ -192,6 +200,8 @@ static void parse_line(model_t *m, cfg_t *cf, const char *key, const char *p) {
     else if (!strcmp(key, "route")) parse_route(m, cf, p);
     else if (!strcmp(key, "range")) parse_range(cf, p);
     else if (is_core_key(key)) parse_core(m, cf, key, p);
+    else if (tlb_key(m, cf, key, p)) {
+    }
     else if (!strncmp(key, "plugin.", 7) || !strcmp(key, "isa")) {
         /* plugin.*: the QEMU glue's own settings (plugin.c); isa: informational */
     } else bad(cf, "unknown key '%s'", key);

@@ -16,6 +16,7 @@
 
 #include "model.h"
 #include "model_core.h"
+#include "model_tlb.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -37,8 +38,9 @@
 #define RESULTS_FORMAT 2
 /* The model's version, stored with every run (timing/__init__.py reads it):
  * 1 priced each miss in full, one after another; 2 overlaps misses
- * (model_core.h), prefetches, drains stores and caps bandwidth. */
-#define MODEL_VERSION 2
+ * (model_core.h), prefetches, drains stores and caps bandwidth; 3 adds
+ * TLBs, page walks and instruction fetch (model_tlb.h). */
+#define MODEL_VERSION 3
 
 enum { S_INV = 0, S_S = 1, S_E = 2, S_M = 3 };
 
@@ -53,7 +55,9 @@ typedef struct {
  * apart; diff() in model_report.c relies on every field being a uint64_t. */
 #define COUNTER_FIELDS(X) X(insns) X(time_ps) X(stall_ps) X(loads) X(stores) X(atomics) X(l1_hits) \
     X(l2_hits) X(misses) X(remote) X(c2c) X(upgrades) X(invals) X(writebacks) X(lock_xfers) X(lock_ps) X(io) X(mem_ps) \
-    X(prefetches) X(dep_stall_ps) X(fb_stall_ps) X(rob_stall_ps) X(sb_stall_ps) X(fence_stall_ps) X(unpriced_ps)
+    X(prefetches) X(dep_stall_ps) X(fb_stall_ps) X(rob_stall_ps) X(sb_stall_ps) X(fence_stall_ps) X(unpriced_ps) \
+    X(dtlb_misses) X(itlb_misses) X(walks) X(walk_ps) X(walk_loads) X(walk_remote) X(tlb_flushes) X(l1i_misses) \
+    X(fetch_stall_ps)
 
 typedef struct {
 #define X(n) uint64_t n;
@@ -67,8 +71,9 @@ typedef struct {
 } phase_t;
 
 typedef struct {
-    cache_t l1, l2;
-    core_t k;           /* outstanding misses, store buffer, streams (model_core.h) */
+    cache_t l1, l2, l1i; /* l1i: instruction fetch, when the config has one */
+    core_t k;
+    cputlb_t tlb;       /* TLBs, paging-structure caches, walkers (model_tlb.h) */           /* outstanding misses, store buffer, streams (model_core.h) */
     int node;
     counters_t c;
     counters_t warm;    /* c at the end of the warm-up (vm_warmup_done): reported counters are c - warm */
@@ -113,6 +118,9 @@ struct model {
     uint32_t *cal_used;
     uint64_t now_ps;      /* when the transaction being priced was issued */
     corecfg_t core;
+    tlbmodel_t tlb;       /* translation (model_tlb.h): off without [tlb] lines */
+    vm_mmu_t mmu;         /* how the walker reads the guest's page tables (vm_set_mmu) */
+    uint64_t l1_ps, l1i_ps;  /* an L1D / L1I hit's latency (a page-table entry read that hits) */
     /* address map: 2 MiB granules of guest-physical space */
     int16_t *gran_node;
     uint64_t *gran_off;
@@ -120,12 +128,14 @@ struct model {
     uint64_t ram_bytes;
     uint64_t *dir;
     size_t dir_lines;
-    uint32_t l1_geom[3], l2_geom[3];
+    uint32_t l1_geom[3], l2_geom[3], l1i_geom[3];
     cpu_t *cpu;
     /* results */
     uint64_t matrix_n[MAX_NODES][MAX_NODES], matrix_ps[MAX_NODES][MAX_NODES];
     uint64_t hop_n[MAX_HOPS], hop_ps[MAX_HOPS], hist[MAX_HOPS][HIST_BINS];
     uint64_t c2c_hops[MAX_HOPS], lock_n[MAX_HOPS], lock_ps[MAX_HOPS];
+    /* page-table entry reads: L1 and L2 hits, and those that went out, by hop count */
+    uint64_t walk_l1, walk_l2, walk_n[MAX_HOPS], walk_ps[MAX_HOPS], walk_size[TLB_SIZES], walk_faults;
     uint64_t unmapped;
     kindstat_t kind[VM_KINDS];
     /* symbols */
@@ -194,6 +204,78 @@ static inline void refill_l1(cpu_t *p, uint64_t line, int j, int st, int st2) {
     c_insert(&p->l1, line, st);
 }
 
+/* model_memsys.c (below): ends a queueing window */
+void vm_close_window(model_t *m) __attribute__((visibility("hidden")));
+
+/* --- the requester's L1 and the counters (model_access.c's hot path; model_tlb.c too) --- */
+/* Hit in L1 with enough rights (the hot path): an exclusive access to an
+ * E line turns it M silently. */
+static inline int l1_hit(cpu_t *p, uint64_t line, int excl) {
+    int i = c_find(&p->l1, line);
+    if (i < 0) return 0;
+    uint64_t *s = c_set(&p->l1, line);
+    int st = (int)(s[i] & 3);
+    if (excl && st < S_E) return 0;
+    if (excl && st == S_E) {  /* silent E -> M */
+        s[i] = (line << 2) | S_M;
+        c_setstate(&p->l2, line, S_M);
+    }
+    if (i) c_touch(&p->l1, line, i);
+    p->c.l1_hits++;
+    return 1;
+}
+
+/* --- counting -------------------------------------------------------------------- */
+static inline void count_access(model_t *m, cpu_t *p, unsigned flags, uint32_t sym, int kind) {
+    m->sym[sym].accesses++;
+    m->kind[kind].accesses++;
+    /* a lock operation's read claims the line; its write then hits in L1 */
+    if (flags & VM_F_WRITE) p->c.stores++;
+    else if (flags & VM_F_ATOMIC) p->c.atomics++;
+    else p->c.loads++;
+}
+
+/* A line fetched from home (the CPU-node x home-node matrix) over hops (the
+ * distance it is binned by: to the home, or to the owning cache): demand
+ * misses and prefetches alike are memory traffic. */
+static inline void count_fetch(model_t *m, cpu_t *p, int home, int hops, uint64_t lat) {
+    m->matrix_n[p->node][home]++;
+    m->matrix_ps[p->node][home] += lat;
+    m->hop_n[hops]++;
+    m->hop_ps[hops] += lat;
+    uint64_t bin = lat / (HIST_NS * 1000);
+    m->hist[hops][bin < HIST_BINS ? bin : HIST_BINS - 1]++;
+    if (++m->window_misses >= WINDOW_MISSES) vm_close_window(m);
+}
+
+static inline void count_miss(model_t *m, cpu_t *p, int home, int hops, uint64_t lat, uint32_t sym, int kind) {
+    p->c.misses++;
+    if (hops) p->c.remote++;
+    m->sym[sym].misses++;
+    if (hops) m->sym[sym].remote++;
+    m->kind[kind].misses++;
+    if (hops) m->kind[kind].remote++;
+    count_fetch(m, p, home, hops, lat);
+}
+
+/* A lock operation that had to fetch or claim its line, binned by the
+ * distance to where the line came from (owner or home). */
+static inline void count_lock(model_t *m, cpu_t *p, int hops, uint64_t lat, uint32_t sym) {
+    p->c.lock_xfers++;
+    p->c.lock_ps += lat;
+    m->lock_n[hops]++;
+    m->lock_ps[hops] += lat;
+    m->sym[sym].lock_xfers++;
+}
+
+/* lat of stall, to the CPU's clock and to its symbol and kind. */
+static inline void charge(model_t *m, cpu_t *p, uint64_t lat, uint32_t sym, int kind) {
+    p->c.stall_ps += lat;
+    p->c.time_ps += lat;
+    m->sym[sym].stall_ps += lat;
+    m->kind[kind].stall_ps += lat;
+}
+
 /* An L2 miss or an upgrade, as the line's home directory handles it. */
 typedef struct {
     cpu_t *p;
@@ -254,5 +336,17 @@ void vm_transact(model_t *m, txn_t *t, uint64_t idx, int j, int l1_too) MODEL_IN
 /* model_memsys.c: ends a queueing window: each controller's and link's
  * utilisation in it becomes the next window's M/D/1 delay. */
 void vm_close_window(model_t *m) MODEL_INTERNAL;
+
+/* model_tlb.c: one `tlb`, `tlb_l2_cycles`, `psc`, `walkers` config line (1 if key is one
+ * of them; why set on a bad value); the per-CPU state from it (0 on failure); freeing it. */
+int model_tlb_parse(model_t *m, const char *key, const char *p, char *why, size_t n) MODEL_INTERNAL;
+int model_tlb_init(model_t *m, char *why, size_t n) MODEL_INTERNAL;
+void model_tlb_free(model_t *m) MODEL_INTERNAL;
+
+/* model_tlb.c: translates va for cpu c at time t (an instruction fetch if instr);
+ * returns when the translation is there (t on a first-level TLB hit). *frame (if
+ * not NULL): the 4 KiB frame of va, or UINT64_MAX if the walk could not tell. */
+uint64_t model_translate(model_t *m, int c, uint64_t va, int instr, uint64_t t, uint32_t sym, int kind,
+                         uint64_t *frame) MODEL_INTERNAL;
 
 #endif

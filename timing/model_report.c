@@ -183,6 +183,23 @@ static void write_phases(FILE *f, const model_t *m) {
     fputc(']', f);
 }
 
+/* The page walks' entry reads by where they were served (model_tlb.c): rows
+ * of timing_walks; the leaves' page sizes and the walks that found no leaf. */
+static void write_walks(FILE *f, const model_t *m) {
+    fprintf(f, "\"walks\":{\"translation\":%d,\"fetch\":%d,\"leaf_4k\":%" PRIu64 ",\"leaf_2m\":%" PRIu64
+               ",\"leaf_1g\":%" PRIu64 ",\"faults\":%" PRIu64 ",\"reads\":[",
+            vm_tlb_on(m), vm_fetch_on(m), m->walk_size[0], m->walk_size[1], m->walk_size[2], m->walk_faults);
+    fprintf(f, "{\"served\":\"l1\",\"hops\":null,\"loads\":%" PRIu64 ",\"lat_ps\":%" PRIu64 "},", m->walk_l1,
+            m->walk_l1 * m->l1_ps);
+    fprintf(f, "{\"served\":\"l2\",\"hops\":null,\"loads\":%" PRIu64 ",\"lat_ps\":%" PRIu64 "}", m->walk_l2,
+            m->walk_l2 * m->l2_ps);
+    for (int h = 0; h < MAX_HOPS; h++)
+        if (m->walk_n[h])
+            fprintf(f, ",{\"served\":\"memory\",\"hops\":%d,\"loads\":%" PRIu64 ",\"lat_ps\":%" PRIu64 "}", h,
+                    m->walk_n[h], m->walk_ps[h]);
+    fprintf(f, "]}");
+}
+
 void vm_warmup_done(model_t *m, uint64_t insns) {
     for (int c = 0; c < m->ncpus; c++) {
         cpu_t *p = &m->cpu[c];
@@ -200,6 +217,10 @@ void vm_warmup_done(model_t *m, uint64_t insns) {
     memset(m->c2c_hops, 0, sizeof m->c2c_hops);
     memset(m->lock_n, 0, sizeof m->lock_n);
     memset(m->lock_ps, 0, sizeof m->lock_ps);
+    memset(m->walk_n, 0, sizeof m->walk_n);
+    memset(m->walk_ps, 0, sizeof m->walk_ps);
+    memset(m->walk_size, 0, sizeof m->walk_size);
+    m->walk_l1 = m->walk_l2 = m->walk_faults = 0;
     memset(m->kind, 0, sizeof m->kind);
     memset(m->sym, 0, m->nsym * sizeof *m->sym);
     m->unmapped = 0;
@@ -233,6 +254,8 @@ int vm_write_results(model_t *m, const char *path) {
     write_symbols(f, m);
     fprintf(f, ",\n");
     write_phases(f, m);
+    fprintf(f, ",\n");
+    write_walks(f, m);
     fprintf(f, "}\n");
     int rc = ferror(f);
     rc |= fclose(f);

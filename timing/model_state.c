@@ -20,6 +20,8 @@ static int set_latencies(model_t *m, cfg_t *cf) {
     m->line_shift = (uint32_t)__builtin_ctz(cf->line_bytes);
     if (!m->cycle_ps) m->cycle_ps = (uint64_t)(1000.0 / m->clock_ghz + 0.5);  /* a config without cycle_ps */
     m->l2_ps = (uint64_t)m->l2_geom[2] * m->cycle_ps;
+    m->l1_ps = (uint64_t)m->l1_geom[2] * m->cycle_ps;
+    m->l1i_ps = (uint64_t)m->l1i_geom[2] * m->cycle_ps;
     if ((double)m->l2_ps >= cf->local_ns * 1000.0) {
         model_seterr(cf->err, cf->errlen, "%s: L2 latency (%u cycles) must be below local_ns", cf->path, m->l2_geom[2]);
         return 0;
@@ -80,6 +82,16 @@ static int init_cpus(model_t *m, cfg_t *cf) {
                          cf->path);
             return 0;
         }
+        if (m->detailed && m->l1i_geom[0] && cache_init(&m->cpu[c].l1i, m->l1i_geom[0], m->l1i_geom[1], cf->line_bytes)) {
+            model_seterr(cf->err, cf->errlen, "%s: l1i: size must be ways x line x a power-of-two number of sets",
+                         cf->path);
+            return 0;
+        }
+    }
+    char why[256];
+    if (!model_tlb_init(m, why, sizeof why)) {
+        model_seterr(cf->err, cf->errlen, "%s: %s", cf->path, why);
+        return 0;
     }
     return 1;
 }
@@ -119,8 +131,10 @@ void vm_model_free(model_t *m) {
         for (int c = 0; c < m->ncpus; c++) {
             free(m->cpu[c].l1.t);
             free(m->cpu[c].l2.t);
+            free(m->cpu[c].l1i.t);
             free(m->cpu[c].ph);
         }
+    model_tlb_free(m);
     free(m->cpu);
     free(m->dir);
     free(m->gran_node);

@@ -45,12 +45,14 @@
 #include <qemu-plugin.h>
 
 #include "model.h"
+#include "plugin_mmu.h"
 #include "vmlab_facts.h"  /* experiments/lib: VMLAB_PHASE_MAGIC, shared with the guest */
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 typedef struct {
-    uint32_t n, kind, bb;
+    uint32_t n, kind, bb, bytes, sym;
+    uint64_t pc;
 } tbinfo_t;
 
 typedef struct {
@@ -63,7 +65,7 @@ typedef struct {
 } bbv_t;
 
 static model_t *M;
-static int detailed, is_x86, is_alpha;
+static int detailed, is_x86, is_alpha, fetch;  /* fetch: instruction fetch priced (an l1i) */
 /* plugin.price_from_marker on (a booted detailed run): the boot only counts
  * instructions; the guest's VMLAB_OP_PRICE marker, just before the
  * experiment, starts the pricing (qemu_plugin_reset retranslates every block
@@ -164,7 +166,8 @@ static void tb_exec(unsigned int vcpu, void *ud) {
     /* idle jumps, PAUSE (model.h): every 16th block of a vCPU is soon enough, and the engine's
      * clock is not free to read */
     if (stalls && !(sync_tick[vcpu]++ & 15)) vm_sync_time(M, (int)vcpu, qemu_plugin_vcpu_clock_ps());
-    uint64_t ps = vm_insns(M, (int)vcpu, t->n, (int)t->kind);  /* non-zero: a full reorder window */
+    uint64_t ps = fetch && pricing ? vm_fetch(M, (int)vcpu, t->pc, t->bytes, t->sym, (int)t->kind) : 0;
+    ps += vm_insns(M, (int)vcpu, t->n, (int)t->kind);  /* non-zero: a full reorder window */
     if (ps && stalls) qemu_plugin_vcpu_stall_ps(ps);
     if (warmup_left) {  /* restored runs only, priced from the restore; one thread (icount) */
         warmup_left = warmup_left > t->n ? warmup_left - t->n : 0;
@@ -194,7 +197,7 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t v
     if (ps) qemu_plugin_vcpu_stall_ps(ps);
 }
 
-static uint64_t read_reg(struct qemu_plugin_register *r) {
+uint64_t read_reg(struct qemu_plugin_register *r) {
     uint64_t v = 0;
     if (!regbuf) regbuf = g_byte_array_new();
     g_byte_array_set_size(regbuf, 0);
@@ -279,6 +282,12 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
         g_mutex_unlock(&lock);
         t->bb = GPOINTER_TO_UINT(v);
     }
+    t->pc = pc;
+    t->sym = t->kind == VM_USER ? VM_SYM_USER : t->kind == VM_KERNEL && detailed ? vm_symbol(M, pc) : VM_SYM_BOOT;
+    if (n) {
+        struct qemu_plugin_insn *last = qemu_plugin_tb_get_insn(tb, n - 1);
+        t->bytes = (uint32_t)(qemu_plugin_insn_vaddr(last) + qemu_plugin_insn_size(last) - pc);
+    }
     qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS, t);
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
@@ -287,6 +296,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
         if (is_x86 && len == 3 && bytes[0] == 0x66 && bytes[1] == 0x87 && bytes[2] == 0xdb)
             qemu_plugin_register_vcpu_insn_exec_cb(insn, magic, QEMU_PLUGIN_CB_R_REGS, NULL);
         if (!detailed || !pricing) continue;
+        if (is_x86) mmu_instrument(insn, bytes, len);
         uint64_t va = qemu_plugin_insn_vaddr(insn);
         unsigned flags;
         uint32_t sym;
@@ -315,6 +325,7 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int vcpu) {
         else if (!strcmp(d->name, "rdi")) r_rdi = d->handle;
         else if (!strcmp(d->name, "rsi")) r_rsi = d->handle;
     }
+    if (detailed && vm_tlb_on(M)) mmu_setup(M, regs);
     if (regs) g_array_free(regs, TRUE);
     if (!(r_rax && r_rdi && r_rsi)) {
         r_rax = NULL;
@@ -375,6 +386,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         return -1;
     }
     detailed = vm_mode_detailed(M);
+    fetch = vm_fetch_on(M) && vm_tlb_on(M) && is_x86;  /* a fetch needs the walker for its physical address */
     kernel_base = vm_kernel_base(M);
     read_plugin_keys(config);
     stalls = stalls && detailed;

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from topologies import core as core_mod
+from topologies import tlb as tlb_mod
 
 
 def slit_distance(local_ns: float, latency_ns: float) -> float:
@@ -55,6 +56,8 @@ class Topology:
     pause_cycles: int = 1
     # The core's miss parallelism, store buffer and streamer (topologies/core.py).
     core: "core_mod.Core" = None
+    # TLBs, paging-structure caches and walkers (topologies/tlb.py).
+    tlb: "tlb_mod.Tlb" = None
 
     # --- derived -----------------------------------------------------------
     @property

@@ -9,6 +9,7 @@ import tomllib
 from pathlib import Path
 
 from topologies import core as core_mod
+from topologies import tlb as tlb_mod
 from topologies.errors import TopologyError
 from topologies.limits import (GUEST_ISAS, MAX_CLOCK_GHZ, MAX_TORUS_DIMS, MIN_CLOCK_GHZ, QEMU_MAX_CYCLE_PS,
                                QEMU_MAX_PAUSE_CYCLES, check_counts, check_distances)
@@ -146,7 +147,8 @@ def parse(text: str, path: Path) -> Topology:
         sources=tuple(sources), notes=r.get("notes", str, required=False, default=""), hops=hops,
         disk=r.get("disk.model", str, required=False, default="", check=lambda v: v in _disk_names(),
                    expected=f"a disk model of topologies/disks.toml ({', '.join(_disk_names())})"),
-        pause_cycles=int(pause), core=core_mod.parse(r, path, native_isa, TopologyError))
+        pause_cycles=int(pause), core=core_mod.parse(r, path, native_isa, TopologyError),
+        tlb=tlb_mod.parse(r, path, native_isa, TopologyError))
 
 
 @functools.lru_cache(maxsize=1)  # every topology load checks against it; the file is read once

@@ -1,0 +1,74 @@
+"""tlbprobe's results: no tables of its own. Its "tlb" records (the reach
+curve on 4 KiB and 2 MiB pages) and "ptnode" records (page tables local or
+remote), by the guest's own clock, beside what the topology's TLB holds and
+the published figures they are checked against."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import topologies
+
+QUERY_TABLE = "records"
+
+# Mitosis (Achermann et al., ASPLOS 2020, the paper's artifact; shared/probes/
+# hardware-anchors.md B): 4-socket Haswell E7-4850 v3, 4 KiB pages, GUPS with
+# its page tables on a remote socket and its data local, no interference.
+MITOSIS_GUPS = (1.53, "GUPS, remote page tables against local (RP-LD / LP-LD), 4-socket Haswell, 4 KiB pages; "
+                      "1.07-1.30x for its other workloads (Mitosis, ASPLOS 2020, artifact figure 6)")
+
+
+def rows(con, run_id: int, typ: str) -> list[dict]:
+    return [json.loads(r["body"]) for r in con.execute(
+        "SELECT body FROM records WHERE run_id = ? AND type = ? ORDER BY lineno", (run_id, typ))]
+
+
+def reach_mib(topo, size: str, levels=("l1d", "l2")) -> dict[str, float]:
+    """MiB each TLB level covers with pages of size ("4k" or "2m")."""
+    page = {"4k": 4 / 1024, "2m": 2.0, "1g": 1024.0}[size]
+    out = {}
+    for lv in levels:
+        n = sum(a.entries for a in topo.tlb.arrays if a.level == lv and size in a.sizes)
+        if n:
+            out[lv] = n * page
+    return out
+
+
+def step(recs: list[dict]) -> tuple[int, int] | None:
+    """The two working sets between which ns per load rises most (ratio)."""
+    best = None
+    for a, b in zip(recs, recs[1:]):
+        r = b["ns_per_load"] / max(a["ns_per_load"], 1e-9)
+        if best is None or r > best[0]:
+            best = (r, a["ws_mib"], b["ws_mib"])
+    return (best[1], best[2]) if best else None
+
+
+def figures(con, run_id: int, r, params: dict, w) -> None:
+    run = con.execute("SELECT topology, topology_toml, timing_mode FROM runs WHERE id = ?", (run_id,)).fetchone()
+    topo = topologies.parse(run["topology_toml"], Path(f"{run['topology']}.toml"))
+    tl = rows(con, run_id, "tlb")
+    if not tl:
+        return
+    w(f"\ntlbprobe ({run['timing_mode']} timing): ns per load of a chase touching one line per 4 KiB, guest clock")
+    w(f"  TLBs: {topo.tlb.describe()}")
+    by = {s: [b for b in tl if b["pages"] == s] for s in ("4k", "2m")}
+    w("  working set   4 KiB pages   2 MiB pages   (huge-page share of the 2 MiB buffer)")
+    two = {b["ws_mib"]: b for b in by["2m"]}
+    for b in by["4k"]:
+        h = two.get(b["ws_mib"])
+        w(f"  {b['ws_mib']:>7} MiB   {b['ns_per_load']:>8.2f} ns   "
+          + (f"{h['ns_per_load']:>8.2f} ns   ({100 * h['huge_share']:.0f} %)" if h else "-"))
+    for s, label in (("4k", "4 KiB"), ("2m", "2 MiB")):
+        reach = reach_mib(topo, s)
+        st = step(by[s])
+        if reach:
+            w(f"  {label} pages: the L1 DTLB covers {reach.get('l1d', 0):g} MiB, the second-level TLB "
+              f"{reach.get('l2', 0):g} MiB" + (f"; the largest rise is from {st[0]} to {st[1]} MiB" if st else ""))
+    pt = rows(con, run_id, "ptnode")
+    if len(pt) == 2:
+        loc, rem = pt
+        ratio = rem["ns_per_update"] / max(loc["ns_per_update"], 1e-9)
+        w(f"  page tables on node {rem['pt_node']} (SLIT {rem['distance']}) against node {loc['pt_node']}, data on node "
+          f"{loc['data_node']}, {loc['ws_mib']} MiB of random updates: {loc['ns_per_update']:.2f} -> "
+          f"{rem['ns_per_update']:.2f} ns per update, {ratio:.2f}x; published {MITOSIS_GUPS[0]:.2f}x: {MITOSIS_GUPS[1]}")
