@@ -332,7 +332,7 @@ MIGRATIONS = [
     ALTER TABLE runs ADD COLUMN start TEXT NOT NULL DEFAULT 'booted';
     ALTER TABLE runs ADD COLUMN snapshot_key TEXT;
     """,
-    # 12: timing model 3: TLBs, page walks and instruction fetch (timing/model_tlb.h):
+    # 12: timing model 3: TLBs, page walks and instruction fetch (timing/model_tlb.h), a shared L3:
     # per CPU the translation and fetch counters; per run the walks' entry reads by
     # where they were served (l1, l2, memory at a hop distance) and the leaves' sizes
     """
@@ -345,6 +345,7 @@ MIGRATIONS = [
     ALTER TABLE timing_cpu ADD COLUMN tlb_flushes INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE timing_cpu ADD COLUMN l1i_misses INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE timing_cpu ADD COLUMN fetch_stall_ps INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE timing_cpu ADD COLUMN l3_hits INTEGER NOT NULL DEFAULT 0;
     CREATE TABLE timing_walks (
         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
         served TEXT NOT NULL CHECK (served IN ('l1', 'l2', 'memory')),

@@ -54,7 +54,7 @@ def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "", data_dev:
                       "directory, hops, queueing and bandwidth caps on controllers and links modeled; a load's "
                       "dependence on a miss in flight is seen only through an 8-byte value it loaded (an address "
                       "within 4 KiB of it); " + _translation(topo)
-                      + "; no shared L3; rep string instructions count one instruction per iteration"
+                      + "; " + _l3(topo) + "; rep string instructions count one instruction per iteration"
                       if timing == "detailed" else "; instruction counts and basic-block vectors only"))
     if qemu_mode == "icount":
         out.append("guest time = per-vCPU clocks (instructions at the topology clock, x86 PAUSE at its "
@@ -94,6 +94,15 @@ def _translation(topo) -> str:
              else "no instruction fetch (L1I hits at 1 instruction per cycle)")
     return (f"TLBs and page walks: {topo.tlb.describe()}; walks read the guest's page tables through the data "
             "caches at their home nodes; a CR3 write flushes every non-global entry (no PCID); " + fetch)
+
+
+def _l3(topo) -> str:
+    l3 = next((c for c in topo.caches if c.name == "l3"), None)
+    if not l3 or topo.guest_isa != "x86_64":
+        return "no shared L3"
+    return (f"a shared L3 per socket ({l3.size_kib:g} KiB, {l3.ways}-way, {l3.latency_cycles} cycles): a victim cache "
+            "of its CPUs' L2s holding clean lines (dirty lines are written back as they leave an L2), lines moved "
+            f"between the socket's L2s at {topo.socket_c2c_ns:g} ns")
 
 
 def _model_version() -> int:

@@ -75,7 +75,9 @@ def render(con, run_id: int, w) -> None:
     if t["mode"] != "detailed" or not tot["acc"]:
         return
     m = tot["m"] or 0
-    w(f"  {tot['acc']:,} data accesses, {m:,} L2 misses ({100.0 * m / tot['acc']:.2f} %), "
+    l3 = con.execute("SELECT SUM(l3_hits) FROM timing_cpu WHERE run_id = ?", (run_id,)).fetchone()[0]
+    w(f"  {tot['acc']:,} data accesses, {m:,} L2 misses ({100.0 * m / tot['acc']:.2f} %"
+      + (f"; {l3:,} lines from the socket's L3, misses and prefetches" if l3 else "") + "), "
       f"remote share of misses {100.0 * (tot['r'] or 0) / max(m, 1):.1f} %, "
       f"average miss latency {(tot['mp'] or 0) / max(m, 1) / 1000:.1f} ns, "
       f"{tot['c2c'] or 0:,} cache-to-cache transfers")

@@ -75,7 +75,7 @@ def latprobe_lines(topo) -> list[str]:
                        guest_ms=ns * 100000 / 1e6, end=0))
         partner = n * cpn + (1 if n == 0 else 0)
         if partner != 0 and partner < topo.cpus:
-            rtt = 2 * timing.c2c_ns(topo, partner // cpn, 0, 0) * 1.1
+            rtt = 2 * timing.pingpong_ns(topo, partner // cpn, 0, 0) * 1.1
             out.append(rec("pingpong", cpu=0, partner=partner, partner_ran_on=partner, partner_pinned=1, home=0,
                            node=n, distance=10, increments=4000, final=4000, guest_ms=1.0, rtt_ns=rtt))
     return out
@@ -92,7 +92,7 @@ def model_phases(con, rid, topo) -> None:
                      "end_ps": int(timing.memory_ns(topo, 0, n) * 1.03 * 1000 * 100000), "lock_xfers": 0,
                      "lock_ps": 0})
         if n:
-            ps = int(timing.c2c_ns(topo, n, 0, 0) * 1000)
+            ps = int(timing.pingpong_ns(topo, n, 0, 0) * 1000)
             rows += [{"run_id": rid, "cpu": c, "phase_id": pp, "instance": n, "begin_ps": 0, "end_ps": 1,
                       "lock_xfers": 2000, "lock_ps": 2000 * ps} for c in (0, n)]
     with con:

@@ -44,8 +44,11 @@ def test_lock_pingpong_cost_grows_with_distance_as_the_model_says(latprobe):
     for p in pp:
         assert p["model_ns"] == pytest.approx(p["formula_ns"], rel=0.05), p
         assert 0.9 <= p["per_increment"] <= 1.5, p   # about one line transfer per increment
-        # the guest's own round trip: two hand-offs of the line, as the machine would take
-        assert p["guest_rtt_ns"] == pytest.approx(2 * p["formula_ns"], rel=0.10), p
+        # the guest's own round trip: two hand-offs of the line, as the machine would take, and at most
+        # one spin-loop PAUSE more per side (a line can arrive while its waiter is in one: on a socket's
+        # 50 ns hand-off that is most of the difference)
+        pause_ns = topo.pause_cycles * topo.cycle_ps / 1000.0
+        assert 2 * p["formula_ns"] * 0.98 <= p["guest_rtt_ns"] <= 2 * (p["formula_ns"] + pause_ns) * 1.02, p
     by_hops = sorted((p["hops"], p["model_ns"]) for p in pp)
     assert all(a[1] < b[1] for a, b in zip(by_hops, by_hops[1:]) if b[0] > a[0])
     assert len({h for h, _ in by_hops}) == len(set(topo.hops[0])) - (1 if topo.cpus_per_node == 1 else 0)

@@ -132,8 +132,9 @@ def check(topo, mode: str, qemu_mode: str = "icount") -> None:
     for name in ("l1d", "l2"):
         if name not in caches:
             raise TimingError(f"{topo.path}: field 'caches.{name}': expected a cache for the timing model")
-    if caches["l1d"].line_bytes != caches["l2"].line_bytes:
-        raise TimingError(f"{topo.path}: field 'caches.l2.line_bytes': expected the L1D's line size")
+    for name in ("l2", "l1i", "l3"):
+        if name in caches and caches[name].line_bytes != caches["l1d"].line_bytes:
+            raise TimingError(f"{topo.path}: field 'caches.{name}.line_bytes': expected the L1D's line size")
 
 
 def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir: Path | None = None,
@@ -161,6 +162,9 @@ def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir
              *topo.core.config_lines()]
     if topo.guest_isa == "x86_64":  # the walker reads x86-64 page tables (timing/plugin_mmu.c)
         lines += topo.tlb.config_lines()
+        if "l3" in caches:  # a shared L3 per socket (node)
+            l3 = caches["l3"]
+            lines += [f"l3 {int(l3.size_kib * 1024)} {l3.ways} {l3.latency_cycles}", f"l3_c2c_ns {topo.socket_c2c_ns}"]
         if "l1i" in caches:
             lines.append(f"l1i {caches['l1i'].size_kib * 1024} {caches['l1i'].ways} {caches['l1i'].latency_cycles}")
     if symbols:
@@ -199,11 +203,25 @@ def memory_ns(topo, cpu_node: int, home: int) -> float:
 
 
 def c2c_ns(topo, req: int, home: int, owner: int) -> float:
-    """A line owned by another cache: requester -> home -> owner -> requester."""
+    """A line owned by another cache: requester -> home -> owner -> requester.
+    With a shared L3 per socket (model_memsys.c from_owner) the owner's socket
+    hands it over at [caches.l3] c2c_latency_ns, and a home on the owner's
+    socket answers from its on-die snoop filter instead of its memory directory."""
     half = int(topo.hop_latency_ns * 500 + 0.5)
     ctrl = int(topo.local_latency_ns * 1000 + 0.5) - l2_ps(topo)
     legs = topo.hops[req][home] + topo.hops[home][owner] + topo.hops[owner][req]
+    if any(c.name == "l3" for c in topo.caches) and topo.guest_isa == "x86_64":
+        sock = int(topo.socket_c2c_ns * 1000 + 0.5)
+        if owner == home:
+            return (sock + (topo.hops[req][home] + topo.hops[owner][req]) * half) / 1000.0
+        return (ctrl + sock + legs * half) / 1000.0
     return (2 * l2_ps(topo) + ctrl + legs * half) / 1000.0
+
+
+def pingpong_ns(topo, a: int, home: int, b: int) -> float:
+    """The mean hand-off of a line two nodes' CPUs take turns to own: to a
+    from b, then back (the two differ where the home's side matters)."""
+    return (c2c_ns(topo, a, home, b) + c2c_ns(topo, b, home, a)) / 2
 
 
 # --- the plugin build -----------------------------------------------------------------

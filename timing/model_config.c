@@ -186,10 +186,11 @@ static void parse_line(model_t *m, cfg_t *cf, const char *key, const char *p) {
         if (sscanf(p, "%" SCNu64, &m->cycle_ps) != 1 || !m->cycle_ps) bad(cf, "cycle_ps: expected a positive integer");
     }
     else if (!strcmp(key, "line_bytes")) sscanf(p, "%u", &cf->line_bytes);
-    else if (!strcmp(key, "l1d") || !strcmp(key, "l2") || !strcmp(key, "l1i")) {
-        uint32_t *g = key[1] == '2' ? m->l2_geom : key[2] == 'i' ? m->l1i_geom : m->l1_geom;
+    else if (!strcmp(key, "l1d") || !strcmp(key, "l2") || !strcmp(key, "l1i") || !strcmp(key, "l3")) {
+        uint32_t *g = key[1] == '2' ? m->l2_geom : key[1] == '3' ? m->l3_geom : key[2] == 'i' ? m->l1i_geom : m->l1_geom;
         if (sscanf(p, "%u %u %u", &g[0], &g[1], &g[2]) != 3) bad(cf, "%s: expected bytes ways latency_cycles", key);
-    } else if (!strcmp(key, "local_ns")) sscanf(p, "%lf", &cf->local_ns);
+    } else if (!strcmp(key, "l3_c2c_ns")) sscanf(p, "%lf", &cf->sock_c2c_ns);
+    else if (!strcmp(key, "local_ns")) sscanf(p, "%lf", &cf->local_ns);
     else if (!strcmp(key, "hop_ns")) sscanf(p, "%lf", &cf->hop_ns);
     else if (!strcmp(key, "mem_bw_gbps")) sscanf(p, "%lf", &cf->mem_bw);
     else if (!strcmp(key, "link_bw_gbps")) sscanf(p, "%lf", &cf->link_bw);

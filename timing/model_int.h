@@ -30,6 +30,7 @@
 #define GRAN_SHIFT 21         /* address map granule: 2 MiB */
 #define WINDOW_MISSES 4096    /* queueing utilisation window, in L2 misses */
 #define DIR_EXCL (1ull << 63)
+#define IFILTER 64            /* per CPU: recently fetched code lines, direct-mapped */
 #define CAL_SLOTS 512         /* bandwidth calendar per memory controller and link: 512 buckets */
 #define CAL_BUCKET_PS 64000   /* of 64 ns (a horizon of 32 us, far beyond the vCPUs' quantum of skew) */
 /* The results JSON's "format": 2 names every field (1 had positional arrays).
@@ -39,7 +40,8 @@
 /* The model's version, stored with every run (timing/__init__.py reads it):
  * 1 priced each miss in full, one after another; 2 overlaps misses
  * (model_core.h), prefetches, drains stores and caps bandwidth; 3 adds
- * TLBs, page walks and instruction fetch (model_tlb.h). */
+ * TLBs, page walks and instruction fetch (model_tlb.h) and a shared L3 per
+ * socket (model_memsys.c). */
 #define MODEL_VERSION 3
 
 enum { S_INV = 0, S_S = 1, S_E = 2, S_M = 3 };
@@ -57,7 +59,7 @@ typedef struct {
     X(l2_hits) X(misses) X(remote) X(c2c) X(upgrades) X(invals) X(writebacks) X(lock_xfers) X(lock_ps) X(io) X(mem_ps) \
     X(prefetches) X(dep_stall_ps) X(fb_stall_ps) X(rob_stall_ps) X(sb_stall_ps) X(fence_stall_ps) X(unpriced_ps) \
     X(dtlb_misses) X(itlb_misses) X(walks) X(walk_ps) X(walk_loads) X(walk_remote) X(tlb_flushes) X(l1i_misses) \
-    X(fetch_stall_ps)
+    X(fetch_stall_ps) X(l3_hits)
 
 typedef struct {
 #define X(n) uint64_t n;
@@ -72,6 +74,8 @@ typedef struct {
 
 typedef struct {
     cache_t l1, l2, l1i; /* l1i: instruction fetch, when the config has one */
+    uint64_t ifilter[IFILTER];  /* lines known to be in l1i (+1; 0 = none): a fetch that finds its
+                                 * line here skips the lookup (model_tlb.c) */
     core_t k;
     cputlb_t tlb;       /* TLBs, paging-structure caches, walkers (model_tlb.h) */           /* outstanding misses, store buffer, streams (model_core.h) */
     int node;
@@ -121,6 +125,7 @@ struct model {
     tlbmodel_t tlb;       /* translation (model_tlb.h): off without [tlb] lines */
     vm_mmu_t mmu;         /* how the walker reads the guest's page tables (vm_set_mmu) */
     uint64_t l1_ps, l1i_ps;  /* an L1D / L1I hit's latency (a page-table entry read that hits) */
+    int fetch_on;            /* instruction fetch is priced (detailed, with an l1i) */
     /* address map: 2 MiB granules of guest-physical space */
     int16_t *gran_node;
     uint64_t *gran_off;
@@ -128,7 +133,11 @@ struct model {
     uint64_t ram_bytes;
     uint64_t *dir;
     size_t dir_lines;
-    uint32_t l1_geom[3], l2_geom[3], l1i_geom[3];
+    uint32_t l1_geom[3], l2_geom[3], l1i_geom[3], l3_geom[3];
+    /* a shared L3 per node (socket), when the config has one: a victim cache of its CPUs' L2s
+     * (non-inclusive) holding clean lines; sock_c2c_ps: a transfer between two of its CPUs' L2s */
+    cache_t *l3;
+    uint64_t l3_ps, sock_c2c_ps;
     cpu_t *cpu;
     /* results */
     uint64_t matrix_n[MAX_NODES][MAX_NODES], matrix_ps[MAX_NODES][MAX_NODES];
@@ -210,7 +219,7 @@ void vm_close_window(model_t *m) __attribute__((visibility("hidden")));
 /* --- the requester's L1 and the counters (model_access.c's hot path; model_tlb.c too) --- */
 /* Hit in L1 with enough rights (the hot path): an exclusive access to an
  * E line turns it M silently. */
-static inline int l1_hit(cpu_t *p, uint64_t line, int excl) {
+static inline __attribute__((always_inline)) int l1_hit(cpu_t *p, uint64_t line, int excl) {
     int i = c_find(&p->l1, line);
     if (i < 0) return 0;
     uint64_t *s = c_set(&p->l1, line);
@@ -301,7 +310,7 @@ typedef struct {
     size_t errlen;
     int lineno, ok;
     char sympath[4096];
-    double local_ns, hop_ns, mem_bw, link_bw;
+    double local_ns, hop_ns, mem_bw, link_bw, sock_c2c_ns;
     uint32_t line_bytes;
     int have_hops;
     int *cpu_node;

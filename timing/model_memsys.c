@@ -100,6 +100,7 @@ static void evicted(model_t *m, int c, uint64_t victim) {
         (void)dram(m, home, m->now_ps);
         (void)leg(m, p->node, home, 1);
     }
+    if (m->l3) c_insert(&m->l3[p->node], line, S_S);  /* the socket's victim cache keeps a clean copy */
 }
 
 static inline void fill(model_t *m, int c, uint64_t line, int state, int l1_too) {
@@ -110,12 +111,26 @@ static inline void fill(model_t *m, int c, uint64_t line, int state, int l1_too)
 
 
 /* --- the home directory -------------------------------------------------------- */
-/* Another cache owns the line (E or M): a cache-to-cache transfer via the home. */
+/* Another cache owns the line (E or M): a cache-to-cache transfer via the home.
+ * With a shared L3 per socket (Cascade Lake), the owner's socket hands the line
+ * over through its L3 / snoop filter at sock_c2c_ps (requester's L2 miss
+ * included), and a home on the owner's socket answers from that on-die
+ * filter, not from the memory directory: homed at the owner, the request
+ * crosses the links and comes straight back with the line; homed elsewhere,
+ * the home reads its memory directory first, then forwards. */
 static inline void from_owner(model_t *m, txn_t *t) {
     int me = t->me, home = t->home, o = __builtin_ctzll(t->others), on = m->cpu[o].node;
-    t->lat = m->l2_ps + m->ctrl_ps + m->qdelay_ps[home] + m->l2_ps + leg(m, me, home, 0) + leg(m, home, on, 0) +
-             leg(m, on, me, 1);
-    m->busy_ps[home] += m->mem_service_ps;  /* the directory lookup */
+    if (!m->l3) {
+        t->lat = m->l2_ps + m->ctrl_ps + m->qdelay_ps[home] + m->l2_ps + leg(m, me, home, 0) + leg(m, home, on, 0) +
+                 leg(m, on, me, 1);
+        m->busy_ps[home] += m->mem_service_ps;  /* the directory lookup */
+    } else if (on == home) {
+        t->lat = m->sock_c2c_ps + leg(m, me, home, 0) + leg(m, on, me, 1);
+    } else {
+        t->lat = m->l2_ps + m->ctrl_ps + m->qdelay_ps[home] + leg(m, me, home, 0) + leg(m, home, on, 0) +
+                 (m->sock_c2c_ps - m->l2_ps) + leg(m, on, me, 1);
+        m->busy_ps[home] += m->mem_service_ps;  /* the memory directory's read */
+    }
     cpu_t *op = &m->cpu[o];
     int ost = S_INV;
     int oi = c_find(&op->l2, t->line);
@@ -186,6 +201,36 @@ static inline void from_memory(model_t *m, txn_t *t) {
     if (!t->excl && t->others) t->e = t->others;  /* shared: others keep S */
 }
 
+/* Shared L3 (model_int.h): a read that another CPU of the requester's socket
+ * holds shared is forwarded inside the socket; one the socket's L3 holds is
+ * served from it (the line moves up to the L2: a victim cache). Returns 1 if
+ * the socket answered. */
+static inline int from_socket(model_t *m, txn_t *t) {
+    if (t->excl) return 0;
+    for (uint64_t s = t->others; s; s &= s - 1)
+        if (m->cpu[__builtin_ctzll(s)].node == t->me) {
+            t->lat = m->sock_c2c_ps;
+            t->hops = 0;
+            t->e = t->others;
+            t->p->c.c2c++;
+            m->c2c_hops[0]++;
+            return 1;
+        }
+    cache_t *l3 = &m->l3[t->me];
+    if (c_find(l3, t->line) < 0) return 0;
+    c_remove(l3, t->line);
+    t->lat = m->l3_ps;
+    t->hops = 0;
+    if (t->others) t->e = t->others;
+    t->p->c.l3_hits++;
+    return 1;
+}
+
+/* A line now held exclusive (E or M) somewhere: no L3 keeps a copy that would go stale. */
+static inline void l3_drop(model_t *m, uint64_t line) {
+    for (int n = 0; n < m->nnodes; n++) c_remove(&m->l3[n], line);
+}
+
 /* The requester's new state; the directory entry becomes what it will be. */
 static inline int requester_state(txn_t *t) {
     if (t->excl) {
@@ -208,8 +253,9 @@ void vm_transact(model_t *m, txn_t *t, uint64_t idx, int j, int l1_too) {
     if ((t->e & DIR_EXCL) && t->others) from_owner(m, t);
     else if (t->excl && t->others) invalidate_sharers(m, t);
     else if (t->st2 == S_S) upgrade_alone(m, t);
-    else from_memory(m, t);
+    else if (!(m->l3 && from_socket(m, t))) from_memory(m, t);
     int nst = requester_state(t);
+    if (m->l3 && nst >= S_E) l3_drop(m, t->line);
     m->dir[idx] = t->e;
     if (j >= 0) refill_l1(t->p, t->line, j, nst, t->st2);  /* upgrade in place */
     else fill(m, t->c, t->line, nst, l1_too);

@@ -22,6 +22,14 @@ static int set_latencies(model_t *m, cfg_t *cf) {
     m->l2_ps = (uint64_t)m->l2_geom[2] * m->cycle_ps;
     m->l1_ps = (uint64_t)m->l1_geom[2] * m->cycle_ps;
     m->l1i_ps = (uint64_t)m->l1i_geom[2] * m->cycle_ps;
+    m->l3_ps = (uint64_t)m->l3_geom[2] * m->cycle_ps;
+    m->sock_c2c_ps = (uint64_t)(cf->sock_c2c_ns * 1000.0 + 0.5);
+    if (m->l3_geom[0] && (m->l3_ps <= m->l2_ps || m->sock_c2c_ps <= m->l2_ps ||
+                          (double)m->l3_ps >= cf->local_ns * 1000.0)) {
+        model_seterr(cf->err, cf->errlen, "%s: l3: expected L2 latency < L3 latency < local_ns and l3_c2c_ns above the "
+                     "L2's latency", cf->path);
+        return 0;
+    }
     if ((double)m->l2_ps >= cf->local_ns * 1000.0) {
         model_seterr(cf->err, cf->errlen, "%s: L2 latency (%u cycles) must be below local_ns", cf->path, m->l2_geom[2]);
         return 0;
@@ -88,6 +96,15 @@ static int init_cpus(model_t *m, cfg_t *cf) {
             return 0;
         }
     }
+    if (m->detailed && m->l3_geom[0]) {
+        m->l3 = calloc(m->nnodes, sizeof(cache_t));
+        for (int n = 0; n < m->nnodes; n++)
+            if (cache_init(&m->l3[n], m->l3_geom[0], m->l3_geom[1], cf->line_bytes)) {
+                model_seterr(cf->err, cf->errlen, "%s: l3: size must be ways x line x a power-of-two number of sets",
+                             cf->path);
+                return 0;
+            }
+    }
     char why[256];
     if (!model_tlb_init(m, why, sizeof why)) {
         model_seterr(cf->err, cf->errlen, "%s: %s", cf->path, why);
@@ -135,6 +152,9 @@ void vm_model_free(model_t *m) {
             free(m->cpu[c].ph);
         }
     model_tlb_free(m);
+    if (m->l3)
+        for (int n = 0; n < m->nnodes; n++) free(m->l3[n].t);
+    free(m->l3);
     free(m->cpu);
     free(m->dir);
     free(m->gran_node);

@@ -76,6 +76,7 @@ int model_tlb_parse(model_t *m, const char *key, const char *p, char *why, size_
 
 int model_tlb_init(model_t *m, char *why, size_t n) {
     tlbmodel_t *t = &m->tlb;
+    m->fetch_on = m->detailed && m->l1i_geom[0] != 0;
     if (!t->on || !m->detailed) return 1;
     int have[3] = {0};
     for (int i = 0; i < t->narr; i++) have[t->arr[i].level] = 1;
@@ -113,7 +114,7 @@ void model_tlb_free(model_t *m) {
 
 void vm_set_mmu(model_t *m, const vm_mmu_t *mmu) { m->mmu = *mmu; }
 int vm_tlb_on(const model_t *m) { return m->tlb.on && m->detailed; }
-int vm_fetch_on(const model_t *m) { return m->detailed && m->l1i_geom[0] != 0; }
+int vm_fetch_on(const model_t *m) { return m->fetch_on; }
 
 /* --- the arrays ------------------------------------------------------------------ */
 static void tlb_insert(tlb_t *t, uint64_t vpn, int size, uint64_t frame) {
@@ -333,10 +334,12 @@ void vm_tlb_flush(model_t *m, int c, int what, uint64_t va) {
 /* One code line at pa: 0 on an L1I hit, else when it is there (from t). */
 static uint64_t fetch_line(model_t *m, int c, uint64_t pa, uint64_t t, uint32_t sym, int kind) {
     cpu_t *p = &m->cpu[c];
-    uint64_t line = pa >> m->line_shift;
+    uint64_t line = pa >> m->line_shift, *f = &p->ifilter[line % IFILTER];
+    if (*f == line + 1) return 0;  /* fetched lately and still in the L1I (its LRU order is not refreshed) */
     int i = c_find(&p->l1i, line);
     if (i >= 0) {
         if (i) c_touch(&p->l1i, line, i);
+        *f = line + 1;
         return 0;
     }
     size_t g = pa >> GRAN_SHIFT;
@@ -356,12 +359,14 @@ static uint64_t fetch_line(model_t *m, int c, uint64_t pa, uint64_t t, uint32_t 
         p->c.mem_ps += x.lat;
         ready = t + x.lat;
     }
-    c_insert(&p->l1i, line, S_S);
+    uint64_t victim = c_insert(&p->l1i, line, S_S);
+    if (victim && p->ifilter[(victim >> 2) % IFILTER] == (victim >> 2) + 1) p->ifilter[(victim >> 2) % IFILTER] = 0;
+    *f = line + 1;
     return ready;
 }
 
 uint64_t vm_fetch(model_t *m, int c, uint64_t pc, uint32_t bytes, uint32_t sym, int kind) {
-    if (!bytes || !vm_fetch_on(m)) return 0;
+    if (!bytes || !m->fetch_on) return 0;
     cpu_t *p = &m->cpu[c];
     cputlb_t *k = &p->tlb;
     uint64_t t0 = p->c.time_ps, t = t0, done = t0, end = pc + bytes - 1;

@@ -58,6 +58,8 @@ class Topology:
     core: "core_mod.Core" = None
     # TLBs, paging-structure caches and walkers (topologies/tlb.py).
     tlb: "tlb_mod.Tlb" = None
+    # [caches.l3] c2c_latency_ns: a line moved between two L2s of one socket through its L3
+    socket_c2c_ns: float = 0.0
 
     # --- derived -----------------------------------------------------------
     @property

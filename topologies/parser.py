@@ -136,6 +136,9 @@ def parse(text: str, path: Path) -> Topology:
         if sets != int(sets) or sets < 1:
             raise TopologyError(path, f"{base}.size_kib", f"a size that divides into {ways} ways of {line}-byte lines")
         caches.append(Cache(cname, size, ways, line, lat))
+    # a shared L3 (timing model): how long a line takes from one core's L2 to another's in the socket
+    sock_c2c = (r.get("caches.l3.c2c_latency_ns", NUM, check=pos, expected="a positive number of ns (a transfer "
+                      "between two L2s of the socket, through the L3)") if "l3" in cache_tab else 0.0)
     sources = r.get("sources", list, check=lambda v: len(v) > 0 and all(isinstance(s, str) for s in v),
                     expected="a non-empty list of citations for the figures")
     return Topology(
@@ -148,7 +151,7 @@ def parse(text: str, path: Path) -> Topology:
         disk=r.get("disk.model", str, required=False, default="", check=lambda v: v in _disk_names(),
                    expected=f"a disk model of topologies/disks.toml ({', '.join(_disk_names())})"),
         pause_cycles=int(pause), core=core_mod.parse(r, path, native_isa, TopologyError),
-        tlb=tlb_mod.parse(r, path, native_isa, TopologyError))
+        tlb=tlb_mod.parse(r, path, native_isa, TopologyError), socket_c2c_ns=float(sock_c2c))
 
 
 @functools.lru_cache(maxsize=1)  # every topology load checks against it; the file is read once

@@ -51,7 +51,7 @@ def latency_by_hops(con, runs) -> dict[str, dict]:
         else:
             req, owner = b["cpu"] // topo.cpus_per_node, b["partner"] // topo.cpus_per_node
             hops = topo.hops[req][owner]
-            add(r, "xfer", "topology", hops, timing.c2c_ns(topo, owner, b["home"], req))
+            add(r, "xfer", "topology", hops, timing.pingpong_ns(topo, owner, b["home"], req))
             # the prober's round trip is two hand-offs of the line
             add(r, "xfer", "guest", hops, b["rtt_ns"] / 2 if b.get("rtt_ns") else None)
     for x in con.execute(DETAILED_SQL.format(ids=id_list(byid))).fetchall():

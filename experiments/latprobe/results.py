@@ -48,7 +48,7 @@ def rows(con, run_id: int):
             ps = mine["lock_ps"] + theirs["lock_ps"]
             pnode = b["partner"] // topo.cpus_per_node
             cnode = b["cpu"] // topo.cpus_per_node
-            want = timing.c2c_ns(topo, pnode, home, cnode)
+            want = timing.pingpong_ns(topo, pnode, home, cnode)
             model = ps / 1000.0 / xfers if xfers else None
             pingpong.append({"node": node, "hops": topo.hops[cnode][pnode], "partner": b["partner"],
                              "increments": b["increments"], "transfers": xfers,
@@ -92,7 +92,8 @@ def figures(con, run_id: int, r, params: dict, w) -> None:
           + (f"{g:>9.1f} {100 * (g - c['configured_ns']) / c['configured_ns']:>+7.2f} %" if g else "        -"))
     if pingpong:
         w("lock ping-pong (compare-and-swap, counter homed on the prober's node): modeled cost per lock-line "
-          "transfer vs the model's formula (requester -> home -> owner -> requester), and the guest's round "
+          "transfer vs the model's formula (requester -> home -> owner -> requester, the mean of the two "
+          "directions), and the guest's round "
           "trip (two hand-offs) against twice the formula")
         w("  node hops partner  transfers/increment   model ns   formula ns   error   guest RTT ns   vs 2x formula")
         for p in pingpong:

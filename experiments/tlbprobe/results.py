@@ -34,14 +34,23 @@ def reach_mib(topo, size: str, levels=("l1d", "l2")) -> dict[str, float]:
     return out
 
 
-def step(recs: list[dict]) -> tuple[int, int] | None:
-    """The two working sets between which ns per load rises most (ratio)."""
-    best = None
-    for a, b in zip(recs, recs[1:]):
-        r = b["ns_per_load"] / max(a["ns_per_load"], 1e-9)
-        if best is None or r > best[0]:
-            best = (r, a["ws_mib"], b["ws_mib"])
-    return (best[1], best[2]) if best else None
+def step(rows4k: list[dict], rows2m: list[dict]) -> tuple[int, int] | None:
+    """The first two working sets between which the translation's cost per
+    load (4 KiB pages less 2 MiB pages, where the kernel backed the 2 MiB
+    buffer with huge pages) rises by more than half: below the second-level
+    TLB's reach it is the cost of its hit, the same at every size; past it a
+    walk is added. (Further up, data and page-table lines crowd each other
+    out of the caches: larger rises, not the TLB's.)"""
+    two = {b["ws_mib"]: b for b in rows2m if b["huge_share"] >= 0.9}
+    cost = [(b["ws_mib"], b["ns_per_load"] - two[b["ws_mib"]]["ns_per_load"]) for b in rows4k if b["ws_mib"] in two]
+    for (a, ca), (b, cb) in zip(cost, cost[1:]):
+        if ca > 0 and cb > 1.5 * ca:
+            return a, b
+    return None
+
+
+def by_ws(recs: list[dict], ws: int) -> float:
+    return next(b["ns_per_load"] for b in recs if b["ws_mib"] == ws)
 
 
 def figures(con, run_id: int, r, params: dict, w) -> None:
@@ -53,18 +62,22 @@ def figures(con, run_id: int, r, params: dict, w) -> None:
     w(f"\ntlbprobe ({run['timing_mode']} timing): ns per load of a chase touching one line per 4 KiB, guest clock")
     w(f"  TLBs: {topo.tlb.describe()}")
     by = {s: [b for b in tl if b["pages"] == s] for s in ("4k", "2m")}
-    w("  working set   4 KiB pages   2 MiB pages   (huge-page share of the 2 MiB buffer)")
+    w("  working set   4 KiB pages   2 MiB pages   translation (4 KiB - 2 MiB)   huge-page share of the 2 MiB buffer")
     two = {b["ws_mib"]: b for b in by["2m"]}
     for b in by["4k"]:
         h = two.get(b["ws_mib"])
         w(f"  {b['ws_mib']:>7} MiB   {b['ns_per_load']:>8.2f} ns   "
-          + (f"{h['ns_per_load']:>8.2f} ns   ({100 * h['huge_share']:.0f} %)" if h else "-"))
+          + (f"{h['ns_per_load']:>8.2f} ns   {b['ns_per_load'] - h['ns_per_load']:>+10.2f} ns"
+             f"                  {100 * h['huge_share']:.0f} %" if h else "-"))
     for s, label in (("4k", "4 KiB"), ("2m", "2 MiB")):
         reach = reach_mib(topo, s)
-        st = step(by[s])
         if reach:
             w(f"  {label} pages: the L1 DTLB covers {reach.get('l1d', 0):g} MiB, the second-level TLB "
-              f"{reach.get('l2', 0):g} MiB" + (f"; the largest rise is from {st[0]} to {st[1]} MiB" if st else ""))
+              f"{reach.get('l2', 0):g} MiB")
+    st = step(by["4k"], by["2m"])
+    if st:
+        w(f"  the translation's cost per load first steps up from {st[0]} to {st[1]} MiB "
+          f"({by_ws(by['4k'], st[0]) - by_ws(by['2m'], st[0]):+.2f} -> {by_ws(by['4k'], st[1]) - by_ws(by['2m'], st[1]):+.2f} ns)")
     pt = rows(con, run_id, "ptnode")
     if len(pt) == 2:
         loc, rem = pt

@@ -8,7 +8,7 @@
  *         2 MiB-aligned buffer). Both touch the same lines in the same order,
  *         so the caches see the same thing; what differs is how many pages
  *         the TLBs must cover. The line within each 4 KiB moves with the
- *         page number, so the lines spread over the cache sets. Records "tlb":
+ *         page number, so the lines spread evenly over the cache sets. Records "tlb":
  *         ns per load, and the share of the buffer the kernel really backed
  *         with huge pages (AnonHugePages of /proc/self/smaps).
  * ptnode  Random independent 8-byte updates (GUPS-like) over --gups-mib on
@@ -102,7 +102,10 @@ static void reach(int cpu, long mib, int huge, long loads)
 		order[i] = order[j];
 		order[j] = t;
 	}
-#define SLOT(pg) (buf + ((size_t)(pg) << 12) + (((size_t)(pg) * 64) & 4095))
+	/* the line within the page: bits 6-11 of the address from the page number's bits 4-9, so with
+	 * bits 12-15 (the page's own) the lines cover a 1 MiB 16-way L2's 1024 sets evenly on contiguous
+	 * (huge) pages too, instead of crowding 64 of them */
+#define SLOT(pg) (buf + ((size_t)(pg) << 12) + ((((size_t)(pg) >> 4) & 63) * 64))
 	for (size_t i = 0; i < pages; i++)
 		*(void **)SLOT(order[i]) = SLOT(order[(i + 1) % pages]);
 	void **p = (void **)SLOT(order[0]);
