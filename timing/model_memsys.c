@@ -75,6 +75,12 @@ static inline uint64_t dram(model_t *m, int home, uint64_t at) {
 }
 
 /* --- the requester's caches: fills and evictions ---------------------------- */
+/* The L3 holds a line under this key: its set is the line's low bits mixed
+ * with higher ones, as a socket's L3 hashes addresses over its slices, so
+ * strides that share low bits do not crowd a few sets. A bijection: no two
+ * lines share a key. */
+static inline uint64_t l3key(uint64_t line) { return line ^ (line >> 13) ^ (line >> 26); }
+
 /* Drops line from cpu's caches (an invalidation or a back-invalidation). */
 static inline void drop_line(cpu_t *p, uint64_t line) {
     c_remove(&p->l1, line);
@@ -100,7 +106,7 @@ static void evicted(model_t *m, int c, uint64_t victim) {
         (void)dram(m, home, m->now_ps);
         (void)leg(m, p->node, home, 1);
     }
-    if (m->l3) c_insert(&m->l3[p->node], line, S_S);  /* the socket's victim cache keeps a clean copy */
+    if (m->l3) c_insert(&m->l3[p->node], l3key(line), S_S);  /* the socket's victim cache keeps a clean copy */
 }
 
 static inline void fill(model_t *m, int c, uint64_t line, int state, int l1_too) {
@@ -217,8 +223,9 @@ static inline int from_socket(model_t *m, txn_t *t) {
             return 1;
         }
     cache_t *l3 = &m->l3[t->me];
-    if (c_find(l3, t->line) < 0) return 0;
-    c_remove(l3, t->line);
+    uint64_t k = l3key(t->line);
+    if (c_find(l3, k) < 0) return 0;
+    c_remove(l3, k);
     t->lat = m->l3_ps;
     t->hops = 0;
     if (t->others) t->e = t->others;
@@ -228,7 +235,8 @@ static inline int from_socket(model_t *m, txn_t *t) {
 
 /* A line now held exclusive (E or M) somewhere: no L3 keeps a copy that would go stale. */
 static inline void l3_drop(model_t *m, uint64_t line) {
-    for (int n = 0; n < m->nnodes; n++) c_remove(&m->l3[n], line);
+    uint64_t k = l3key(line);
+    for (int n = 0; n < m->nnodes; n++) c_remove(&m->l3[n], k);
 }
 
 /* The requester's new state; the directory entry becomes what it will be. */

@@ -278,22 +278,7 @@ int main(int argc, char **argv)
 	}
 	unsigned gcpu = 0, home = 0;
 	syscall(SYS_getcpu, &gcpu, &home, NULL);
-	/* the farthest node by the guest's own SLIT row */
-	char path[96];
-	snprintf(path, sizeof path, "/sys/devices/system/node/node%u/distance", home);
-	char *row = vl_slurp(path);
-	int far = (int)home, fard = 10, nd = 0;
-	for (char *q = row; q && *q;) {
-		char *e;
-		long v = strtol(q, &e, 10);
-		if (e == q)
-			break;
-		if (v > fard)
-			far = nd, fard = (int)v;
-		nd++;
-		q = e;
-	}
-	free(row);
+	int fard, far = vl_far_node((int)home, &fard);  /* by the guest's own SLIT row */
 	size_t size = (size_t)buf_mib << 20;
 	probe_node((int)home, 10, (int)gcpu, size);
 	if (far != (int)home)

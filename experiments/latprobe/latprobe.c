@@ -109,6 +109,59 @@ static double pause_ns(long turns)
 	return (vl_now_ms(CLOCK_MONOTONIC) - t0) * 1e6 / turns;
 }
 
+/*
+ * Cache-to-cache (as Intel MLC --c2c_latency measures it): a writer CPU
+ * modifies every line of a small buffer homed on `home` (each line then sits
+ * modified in its cache), and this CPU chases through the lines once, in a
+ * random order: each load takes a modified line from the writer's cache.
+ */
+struct c2c_arg { int cpu; char *buf; uint32_t *order; size_t lines; };
+
+static void *c2c_writer(void *arg)
+{
+	struct c2c_arg *a = arg;
+	vl_pin(a->cpu);
+	for (size_t i = 0; i < a->lines; i++)
+		*(void **)(a->buf + (size_t)a->order[i] * 64) = a->buf + (size_t)a->order[(i + 1) % a->lines] * 64;
+	return NULL;
+}
+
+static void c2c(int reader, int writer, int rnode, int wnode, int home, int distance, long kib)
+{
+	size_t size = (size_t)kib << 10, lines = size / 64;
+	char *buf = vl_node_alloc(size, home);
+	uint32_t *order = malloc(lines * sizeof *order);
+	if (!buf || !order || lines < 8)
+		return;
+	for (size_t i = 0; i < lines; i++)
+		order[i] = (uint32_t)i;
+	for (size_t i = lines - 1; i > 0; i--) {
+		size_t j = xorshift() % i;
+		uint32_t t = order[i]; order[i] = order[j]; order[j] = t;
+	}
+	struct c2c_arg a = {writer, buf, order, lines};
+	pthread_t th;
+	pthread_create(&th, NULL, c2c_writer, &a);
+	pthread_join(th, NULL);
+	long loads = (long)(lines & ~7ul);
+	double t0 = vl_now_ms(CLOCK_MONOTONIC);
+	void **p = chase((void **)(buf + (size_t)order[0] * 64), loads);
+	double t1 = vl_now_ms(CLOCK_MONOTONIC);
+	vl_buf b = vl_record("c2c");
+	vl_kint(&b, "cpu", reader);
+	vl_kint(&b, "writer", writer);
+	vl_kint(&b, "node", rnode);
+	vl_kint(&b, "writer_node", wnode);
+	vl_kint(&b, "home", home);
+	vl_kint(&b, "distance", distance);
+	vl_kint(&b, "loads", loads);
+	vl_kdbl(&b, "ns_per_load", (t1 - t0) * 1e6 / loads);
+	vl_kint(&b, "end", (long long)(uintptr_t)p & 1);
+	vl_emit(&b);
+	free(order);
+	munmap(buf, size);
+}
+
 static int first_cpu_of(int node, int not_cpu)
 {
 	int cpus[256], n = vl_numa() ? vl_node_cpus(node, cpus, 256) : 0; /* no NUMA: no partner node */
@@ -120,10 +173,11 @@ static int first_cpu_of(int node, int not_cpu)
 
 int main(int argc, char **argv)
 {
-	long cpu = 0, buf_mib = 16, laps = 2;
+	long cpu = 0, buf_mib = 16, laps = 2, c2c_kib = 0;
 	increments = 2000;
 	static struct option lo[] = {
-		{"cpu", 1, 0, 'c'}, {"buf-mib", 1, 0, 'b'}, {"laps", 1, 0, 'l'}, {"increments", 1, 0, 'i'}, {0, 0, 0, 0},
+		{"cpu", 1, 0, 'c'}, {"buf-mib", 1, 0, 'b'}, {"laps", 1, 0, 'l'}, {"increments", 1, 0, 'i'},
+		{"c2c-kib", 1, 0, 'k'}, {0, 0, 0, 0},
 	};
 	int o;
 	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -132,6 +186,7 @@ int main(int argc, char **argv)
 		case 'b': buf_mib = vl_opt_long("latprobe", "buf-mib", optarg); break;
 		case 'l': laps = vl_opt_long("latprobe", "laps", optarg); break;
 		case 'i': increments = vl_opt_long("latprobe", "increments", optarg); break;
+		case 'k': c2c_kib = vl_opt_long("latprobe", "c2c-kib", optarg); break;
 		default: return 2;
 		}
 	}
@@ -228,6 +283,11 @@ int main(int argc, char **argv)
 
 		/* ping-pong with a CPU of that node (another CPU of ours for the local class) */
 		int partner = first_cpu_of(node, (int)gcpu);
+		if (partner >= 0 && c2c_kib > 0) {  /* the line homed at the writer, then (if apart) at the reader */
+			c2c((int)gcpu, partner, (int)home, node, node, dist[node], c2c_kib);
+			if (node != (int)home)
+				c2c((int)gcpu, partner, (int)home, node, (int)home, dist[node], c2c_kib);
+		}
 		if (partner < 0 || increments == 0)
 			continue;
 		long *line = vl_node_alloc(4096, (int)home);

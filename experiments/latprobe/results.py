@@ -15,6 +15,25 @@ from experiments import facts
 
 QUERY_TABLE = "timing_phases"
 
+# Published cache-to-cache figures (Intel MLC --c2c_latency, reader sees the
+# line modified in another core's cache; shared/probes/hardware-anchors.md A3):
+# Cascade Lake-SP 6252N (FD.io CSIT) and 6240 (KU Leuven), ns.
+C2C_PUBLISHED = {"x86_64": {"socket": (48.8, 55.6, "same socket, HITM: 48.8-55.6 ns (CLX 6240, 6252N)"),
+                            "writer": (113.2, 115.6, "other socket, homed at the writer: 113-116 ns"),
+                            "reader": (178.2, 178.4, "other socket, homed at the reader: 178 ns (CLX 6252N; "
+                                                     "the 6240 box shows 114)")}}
+
+
+def c2c_rows(con, run_id: int, topo) -> list[dict]:
+    """The guest's cache-to-cache reads (MLC-style), beside the model's formula."""
+    out = []
+    for rec in con.execute("SELECT body FROM records WHERE run_id = ? AND type = 'c2c' ORDER BY lineno", (run_id,)):
+        b = json.loads(rec["body"])
+        r, wn, h = b["node"], b["writer_node"], b["home"]
+        case = "socket" if r == wn else "writer" if h == wn else "reader"
+        out.append({**b, "case": case, "hops": topo.hops[r][wn], "formula_ns": timing.c2c_ns(topo, r, h, wn)})
+    return out
+
 
 def rows(con, run_id: int):
     """Per distance class: the model's time per load in the pointer chase and
@@ -90,6 +109,21 @@ def figures(con, run_id: int, r, params: dict, w) -> None:
         w(f"  {c['node']:>4} {c['hops']:>4} {c['slit']:>4} {100 * c['on_node']:>7.0f} % {c['loads']:>8,} "
           f"{c['configured_ns']:>12.1f} {c['model_ns']:>10.1f} {c['error_pct']:>+7.2f} % "
           + (f"{g:>9.1f} {100 * (g - c['configured_ns']) / c['configured_ns']:>+7.2f} %" if g else "        -"))
+    run = con.execute("SELECT topology, topology_toml FROM runs WHERE id = ?", (run_id,)).fetchone()
+    topo = topologies.parse(run["topology_toml"], Path(f"{run['topology']}.toml"))
+    cc = c2c_rows(con, run_id, topo)
+    if cc:
+        pub = C2C_PUBLISHED.get(topo.native_isa, {})
+        w("cache-to-cache (as MLC --c2c_latency): the prober reads lines another CPU modified, guest ns per load "
+          "against the model's formula and the published figure")
+        w("  reader writer hops  home at       guest ns   formula ns   published")
+        for c in cc:
+            p = pub.get(c["case"])
+            side = {"socket": "(same socket)", "writer": "the writer", "reader": "the reader"}[c["case"]]
+            w(f"  {c['node']:>6} {c['writer_node']:>6} {c['hops']:>4}  {side:<13} {c['ns_per_load']:>8.1f} "
+              f"{c['formula_ns']:>12.1f}   "
+              + (f"{p[2]} ({100 * (c['ns_per_load'] - (p[0] + p[1]) / 2) / ((p[0] + p[1]) / 2):+.0f} % against "
+                 f"{(p[0] + p[1]) / 2:.1f})" if p else "-"))
     if pingpong:
         w("lock ping-pong (compare-and-swap, counter homed on the prober's node): modeled cost per lock-line "
           "transfer vs the model's formula (requester -> home -> owner -> requester, the mean of the two "

@@ -37,6 +37,27 @@ void *vl_node_alloc(size_t size, int node)
 	return p;
 }
 
+int vl_far_node(int home, int *distance)
+{
+	char path[96];
+	snprintf(path, sizeof path, "/sys/devices/system/node/node%d/distance", home);
+	char *row = vl_slurp(path);
+	int far = home, fard = 10, nd = 0;
+	for (char *q = row; q && *q;) {
+		char *e;
+		long v = strtol(q, &e, 10);
+		if (e == q)
+			break;
+		if (v > fard)
+			far = nd, fard = (int)v;
+		nd++;
+		q = e;
+	}
+	free(row);
+	*distance = fard;
+	return far;
+}
+
 int vl_node_cpus(int node, int *out, int max)
 {
 	char path[96];

@@ -191,5 +191,9 @@ void *vl_node_alloc(size_t size, int node);
 /* The CPUs of node (its sysfs cpulist, "a-b,c"), at most max into out;
  * returns how many. */
 int vl_node_cpus(int node, int *out, int max);
+/* The node farthest from `home` by the guest's own SLIT row (the lowest
+ * numbered of the farthest); *distance its SLIT value. home itself (10) if
+ * there is no other node. */
+int vl_far_node(int home, int *distance);
 
 #endif

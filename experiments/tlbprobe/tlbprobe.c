@@ -217,21 +217,7 @@ int main(int argc, char **argv)
 		for (long mib = min_mib; mib <= max_mib; mib *= 2)
 			reach((int)gcpu, mib, huge, loads);
 	if (gups_mib) {
-		char path[96];
-		snprintf(path, sizeof path, "/sys/devices/system/node/node%u/distance", home);
-		char *row = vl_slurp(path);
-		int far = (int)home, fard = 10, nd = 0;
-		for (char *q = row; q && *q;) {
-			char *e;
-			long v = strtol(q, &e, 10);
-			if (e == q)
-				break;
-			if (v > fard)
-				far = nd, fard = (int)v;
-			nd++;
-			q = e;
-		}
-		free(row);
+		int fard, far = vl_far_node((int)home, &fard);
 		ptnode((int)gcpu, (int)home, (int)home, 10, gups_mib, updates);
 		if (far != (int)home)
 			ptnode((int)gcpu, (int)home, far, fard, gups_mib, updates);
