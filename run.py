@@ -28,10 +28,11 @@ sys.path.insert(0, str(REPO))
 from bootstrap import bootstrap  # noqa: E402  (standard library only)
 
 COMMANDS = ("run", "list", "show", "query", "compare", "build", "test", "bench", "study", "seeds", "report",
-            "browse", "snapshots")
+            "browse", "snapshots", "simpoint")
 # The verbs whose own module parses and runs them: its parser() and main(argv).
 MODULES = {"bench": "pipeline.bench", "study": "pipeline.studycli", "seeds": "pipeline.seedscli",
-           "report": "analysis.report", "browse": "analysis.browse", "query": "analysis.query"}
+           "report": "analysis.report", "browse": "analysis.browse", "query": "analysis.query",
+           "simpoint": "analysis.simpoint"}
 
 
 def run_parser() -> argparse.ArgumentParser:
@@ -52,6 +53,7 @@ def run_parser() -> argparse.ArgumentParser:
                "  ./run.py seeds [SEED ...]     each seed's reproducer with its kernels, then the seed's own table\n"
                "  ./run.py report --study N     an HTML report of plots and tables (report/<db>-study-N/index.html)\n"
                "  ./run.py browse               Datasette on the results database, read-only\n"
+               "  ./run.py simpoint FILE.bb     simulation points and weights from basic-block vectors (SimPoint 3.2's algorithm)\n"
                "each takes --help.")
     add_run_options(p)
     return p

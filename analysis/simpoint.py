@@ -1,0 +1,203 @@
+"""SimPoint 3.2's clustering, our own implementation (numpy and
+scikit-learn; SimPoint's code is never vendored: shared/probes/simpoint.md
+says what its code does, and this follows it step by step):
+
+1. every interval's basic-block vector (a `T:id:count ...` line) normalised
+   to sum 1; with fixed-length intervals every one weighs 1/N;
+2. a random projection to `dim` dimensions (a D x dim matrix uniform in
+   [-1, 1), from the seed);
+3. k-means (Lloyd, `seeds` random starts from k intervals, at most 100
+   iterations, weighted) for every k from 1 to max_k;
+4. each clustering's BIC (SimPoint's formula: the spherical Gaussian's
+   log-likelihood less half its parameters times ln R);
+5. the smallest k whose BIC reaches 90 % of the way from the lowest to the
+   highest;
+6. per cluster the interval nearest its centroid (the simulation point),
+   weighted by the cluster's share of the intervals.
+
+Files: `.bb` in (one line per interval, ids from 1; SimPoint's parser limits
+kept: a line under 1 MiB, the last one ending in a newline), `.simpoints`
+(`<interval> <cluster>`) and `.weights` (`<weight> <cluster>`) out, as
+SimPoint 3.2 writes them, so its picks and ours can be set side by side.
+
+`./run.py simpoint FILE.bb [--max-k K] [--out PREFIX]`: bad input gets one
+line and exit 2, and nothing is written.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+MAX_LINE = 1 << 20     # SimPoint 3.2's parser aborts on a line this long
+DIM = 15
+SEEDS = 5              # k-means starts per k, as SimPoint's -numInitSeeds
+ITERATIONS = 100
+THRESHOLD = 0.9
+
+
+class SimpointError(ValueError):
+    """Bad input: the message is one line naming the file and what was expected."""
+
+
+@dataclass
+class Vectors:
+    """Intervals x blocks, sparse as (row, block, count) triplets."""
+    path: str
+    rows: np.ndarray       # interval index per entry
+    cols: np.ndarray       # block id - 1 per entry
+    counts: np.ndarray     # instructions per entry
+    n: int                 # intervals
+    dims: int              # largest block id
+
+    def normalised(self):
+        """Each interval's vector scaled to sum 1, sparse (intervals x blocks:
+        a long run's vectors would not fit dense)."""
+        from scipy.sparse import csr_matrix
+        sums = np.bincount(self.rows, weights=self.counts, minlength=self.n)
+        return csr_matrix((self.counts / sums[self.rows], (self.rows, self.cols)), shape=(self.n, self.dims))
+
+    def instructions(self) -> np.ndarray:
+        return np.bincount(self.rows, weights=self.counts, minlength=self.n)
+
+
+def read_bb(path: Path) -> Vectors:
+    """Parses a SimPoint .bb file; SimpointError on anything SimPoint 3.2 would
+    misread (an empty file or interval, a malformed pair, a line of 1 MiB or
+    more, a last line without its newline: SimPoint drops it)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise SimpointError(f"{path}: cannot read: {e.strerror}") from None
+    if not data.strip():
+        raise SimpointError(f"{path}: empty: expected one 'T:id:count ...' line per interval")
+    if not data.endswith(b"\n"):
+        raise SimpointError(f"{path}: truncated: the last line has no newline (SimPoint 3.2 would drop it)")
+    rows, cols, counts = [], [], []
+    for i, line in enumerate(data.split(b"\n")[:-1]):
+        where = f"{path}: line {i + 1}"
+        if len(line) + 1 >= MAX_LINE:
+            raise SimpointError(f"{where}: {len(line) + 1} bytes; SimPoint 3.2 reads lines under {MAX_LINE}")
+        text = line.decode("ascii", "replace").strip()
+        if not text.startswith("T"):
+            raise SimpointError(f"{where}: expected 'T:id:count ...', got {text[:40]!r}")
+        pairs = text[1:].split()
+        if not pairs:
+            raise SimpointError(f"{where}: an empty interval (SimPoint 3.2 stops reading there)")
+        for p in pairs:
+            f = p.split(":")
+            if len(f) != 3 or f[0] or not (f[1].isdigit() and f[2].isdigit()) or int(f[1]) < 1:
+                raise SimpointError(f"{where}: expected ':id:count' with id >= 1 and a count, got {p[:40]!r}")
+            rows.append(i)
+            cols.append(int(f[1]) - 1)
+            counts.append(int(f[2]))
+    n = rows[-1] + 1
+    return Vectors(str(path), np.array(rows), np.array(cols), np.array(counts, dtype=float), n, max(cols) + 1)
+
+
+@dataclass
+class Picks:
+    k: int
+    points: list[int]              # per cluster: its simulation point (interval index)
+    weights: list[float]           # per cluster: share of the intervals
+    labels: np.ndarray             # per interval: its cluster
+    bic: dict[int, float] = field(default_factory=dict)   # k -> BIC of the best clustering with k
+
+
+def project(x, dim: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.asarray(x @ rng.uniform(-1.0, 1.0, size=(x.shape[1], dim)))
+
+
+def bic(x: np.ndarray, w: np.ndarray, labels: np.ndarray, centers: np.ndarray) -> float:
+    """SimPoint 3.2's BIC of a clustering (shared/probes/simpoint.md step 6)."""
+    r, d = x.shape
+    k = centers.shape[0]
+    wsum = w.sum()
+    dist = w * ((x - centers[labels]) ** 2).sum(axis=1)
+    s2 = dist.sum() / w.mean() / (d * r) if r > 0 else 0.0
+    s2 = max(s2, 1e-300)   # every interval on its centroid: a perfect fit, not a division by zero
+    wc = np.bincount(labels, weights=w, minlength=k)
+    loglik = r * (-d / 2 * (math.log(2 * math.pi * s2) + 1) - math.log(wsum)
+                  + float(np.sum((w / wsum) * np.log(np.maximum(wc[labels], 1e-300)))))
+    params = (k - 1) + k * d + 1
+    return loglik - params / 2 * math.log(r)
+
+
+def cluster(vec: Vectors, max_k: int, dim: int = DIM, seed: int = 1, seeds: int = SEEDS) -> Picks:
+    from sklearn.cluster import KMeans
+
+    if not 1 <= max_k <= vec.n:
+        raise SimpointError(f"{vec.path}: max_k: expected 1..{vec.n} (the number of intervals), got {max_k}")
+    x = project(vec.normalised(), dim, seed)
+    w = np.full(vec.n, 1.0 / vec.n)   # fixed-length intervals: each weighs the same
+    runs = {}
+    for k in range(1, max_k + 1):
+        km = KMeans(n_clusters=k, init="random", n_init=seeds, max_iter=ITERATIONS, algorithm="lloyd",
+                    random_state=seed).fit(x, sample_weight=w)
+        runs[k] = (km.labels_, km.cluster_centers_, bic(x, w, km.labels_, km.cluster_centers_))
+    scores = {k: r[2] for k, r in runs.items()}
+    lo, hi = min(scores.values()), max(scores.values())
+    k = min(k for k, s in scores.items() if s >= lo + THRESHOLD * (hi - lo))
+    labels, centers, _ = runs[k]
+    # clusters numbered as they are found; an empty one (k-means can leave one) gets no point
+    points, weights = [], []
+    for c in range(k):
+        members = np.flatnonzero(labels == c)
+        if len(members) == 0:
+            points.append(-1)
+            weights.append(0.0)
+            continue
+        d = ((x[members] - centers[c]) ** 2).sum(axis=1)
+        points.append(int(members[np.argmin(d)]))
+        weights.append(len(members) / vec.n)
+    return Picks(k, points, weights, labels, scores)
+
+
+def write(picks: Picks, prefix: Path) -> tuple[Path, Path]:
+    """`<prefix>.simpoints` and `<prefix>.weights`, as SimPoint 3.2 writes them,
+    both or neither (each written whole, then renamed)."""
+    sp, wt = Path(f"{prefix}.simpoints"), Path(f"{prefix}.weights")
+    keep = [c for c in range(picks.k) if picks.points[c] >= 0]
+    texts = {sp: "".join(f"{picks.points[c]} {c}\n" for c in keep),
+             wt: "".join(f"{picks.weights[c]:.6f} {c}\n" for c in keep)}
+    for p, t in texts.items():
+        p.with_name(p.name + ".partial").write_text(t)
+    for p in texts:
+        p.with_name(p.name + ".partial").replace(p)
+    return sp, wt
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="./run.py simpoint",
+                                description="Pick simulation points from a basic-block vector file (SimPoint 3.2's "
+                                            "algorithm, our implementation) and write .simpoints and .weights.")
+    p.add_argument("bb", type=Path, help="a .bb file (one 'T:id:count ...' line per interval)")
+    p.add_argument("--max-k", type=int, default=30, help="largest number of clusters tried (default 30)")
+    p.add_argument("--dim", type=int, default=DIM, help=f"dimensions of the random projection (default {DIM})")
+    p.add_argument("--seed", type=int, default=1, help="seed of the projection and of k-means (default 1)")
+    p.add_argument("--out", type=Path, help="prefix of the files written (default: the .bb file's, without .bb)")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    a = parser().parse_args(argv)
+    try:
+        if a.dim < 1:
+            raise SimpointError(f"--dim: expected a positive number of dimensions, got {a.dim}")
+        vec = read_bb(a.bb)
+        picks = cluster(vec, a.max_k, a.dim, a.seed)
+    except SimpointError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    prefix = a.out or a.bb.with_suffix("")
+    sp, wt = write(picks, prefix)
+    print(f"{vec.n} intervals, {vec.dims} blocks: k = {picks.k} (BIC over k = 1..{a.max_k}); wrote {sp} and {wt}")
+    for c in range(picks.k):
+        if picks.points[c] >= 0:
+            print(f"  cluster {c}: interval {picks.points[c]}, weight {picks.weights[c]:.4f}")
+    return 0

@@ -1,0 +1,97 @@
+"""SimPoint's clustering, our implementation (analysis/simpoint.py), on
+synthetic basic-block vectors with planted phases: it finds them, the BIC
+picks the planted k, each simulation point lies in its phase, weights are
+the phases' shares and sum to 1, a seed gives the same picks; the files
+are SimPoint 3.2's formats; bad input gets one line, exit 2, no file."""
+import numpy as np
+import pytest
+
+from analysis import simpoint as sp
+
+# three phases, each running its own blocks (ids) with some noise, in runs
+PHASES = {"A": range(1, 9), "B": range(20, 31), "C": range(40, 46)}
+PATTERN = ["A"] * 12 + ["B"] * 10 + ["A"] * 8 + ["C"] * 25 + ["B"] * 5 + ["C"] * 5
+
+
+def bb_text(pattern, seed=7, noise=0.05, jitter=200) -> str:
+    rng = np.random.default_rng(seed)
+    lines = []
+    for ph in pattern:
+        ids = list(PHASES[ph])
+        counts = {i: int(rng.integers(1000 - jitter, 1000 + jitter)) for i in ids}
+        for i in rng.choice(range(1, 50), size=3, replace=False):  # a few stray blocks
+            counts[int(i)] = counts.get(int(i), 0) + int(noise * 1000)
+        lines.append("T" + "".join(f":{i}:{c} " for i, c in sorted(counts.items())))
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def bb(tmp_path):
+    p = tmp_path / "run.bb"
+    p.write_text(bb_text(PATTERN))
+    return p
+
+
+def test_the_planted_phases_are_found_and_weighted(bb):
+    picks = sp.cluster(sp.read_bb(bb), max_k=10)
+    assert picks.k == 3
+    # every phase is one cluster, and every cluster one phase
+    by_phase = {ph: {int(picks.labels[i]) for i, p in enumerate(PATTERN) if p == ph} for ph in PHASES}
+    assert all(len(c) == 1 for c in by_phase.values()) and len(set.union(*by_phase.values())) == 3
+    for ph, (c,) in by_phase.items():
+        assert PATTERN[picks.points[c]] == ph                       # the point lies in its phase
+        assert picks.weights[c] == pytest.approx(PATTERN.count(ph) / len(PATTERN))
+    assert sum(picks.weights) == pytest.approx(1.0)
+
+
+def test_two_planted_phases_give_two_clusters(tmp_path):
+    p = tmp_path / "two.bb"
+    pattern = ["A"] * 15 + ["C"] * 20 + ["A"] * 5
+    p.write_text(bb_text(pattern))
+    picks = sp.cluster(sp.read_bb(p), max_k=8)
+    assert picks.k == 2
+    assert sorted(picks.weights) == pytest.approx([20 / 40, 20 / 40])
+    assert {pattern[i] for i in picks.points} == {"A", "C"}
+
+
+def test_a_seed_gives_the_same_picks_and_another_projection_the_same_phases(bb):
+    vec = sp.read_bb(bb)
+    a, b, c = sp.cluster(vec, 10, seed=3), sp.cluster(vec, 10, seed=3), sp.cluster(vec, 10, seed=4)
+    assert (a.k, a.points, a.weights) == (b.k, b.points, b.weights)
+    assert c.k == 3 and sorted(c.weights) == sorted(a.weights)
+
+
+def test_the_files_are_simpoint_3_2_s_formats(bb, tmp_path, capsys):
+    assert sp.main([str(bb), "--max-k", "10", "--out", str(tmp_path / "out")]) == 0
+    points = [tuple(map(int, ln.split())) for ln in (tmp_path / "out.simpoints").read_text().splitlines()]
+    weights = [ln.split() for ln in (tmp_path / "out.weights").read_text().splitlines()]
+    assert len(points) == len(weights) == 3
+    assert sorted(c for _, c in points) == sorted(int(c) for _, c in weights) == [0, 1, 2]
+    assert all(0 <= i < len(PATTERN) for i, _ in points)
+    assert sum(float(w) for w, _ in weights) == pytest.approx(1.0, abs=1e-5)
+    assert "k = 3" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("text,why", [
+    ("", "empty"),
+    ("T:1:5 :2:7 \nT:1:5", "no newline"),
+    ("T:1:5 :x:7 \n", "expected ':id:count'"),
+    ("T:0:5 \n", "expected ':id:count'"),
+    ("T\n", "empty interval"),
+    ("X:1:5 \n", "expected 'T:id:count"),
+    ("T" + ":1:5 " * 300000 + "\n", "SimPoint 3.2 reads lines under"),
+])
+def test_bad_vector_files_get_one_line_and_no_output(tmp_path, capsys, text, why):
+    p = tmp_path / "bad.bb"
+    p.write_text(text)
+    assert sp.main([str(p), "--max-k", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert why in err and "\n" not in err and str(p) in err
+    assert not list(tmp_path.glob("bad.simpoints*")) and not list(tmp_path.glob("bad.weights*"))
+
+
+@pytest.mark.parametrize("k", [0, len(PATTERN) + 1])
+def test_max_k_outside_one_to_the_intervals_is_refused(bb, capsys, k):
+    assert sp.main([str(bb), "--max-k", str(k)]) == 2
+    assert "max_k: expected 1.." in capsys.readouterr().err
+    assert not list(bb.parent.glob("*.simpoints"))
