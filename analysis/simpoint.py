@@ -99,6 +99,30 @@ def read_bb(path: Path) -> Vectors:
     return Vectors(str(path), np.array(rows), np.array(cols), np.array(counts, dtype=float), n, max(cols) + 1)
 
 
+def read_slices(path: Path) -> list[dict]:
+    """bbv.global.slices (timing/plugin_bbv.c): per machine-wide slice its
+    length, spin and dropped instructions, its end marker (the vCPU whose
+    block crossed the boundary, that block's pc and execution count) and
+    every vCPU's instruction count at its end."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as e:
+        raise SimpointError(f"{path}: cannot read: {e.strerror}") from None
+    if not lines or not lines[0].startswith("# slice"):
+        raise SimpointError(f"{path}: expected a '# slice ...' header line")
+    out = []
+    for i, ln in enumerate(lines[1:], 2):
+        f = ln.split()
+        try:
+            out.append({"slice": int(f[0]), "insns": int(f[1]), "spin_insns": int(f[2]), "dropped_insns": int(f[3]),
+                        "marker_cpu": int(f[4]), "marker_pc": int(f[5], 16), "marker_count": int(f[6]),
+                        "cpu_insns": [int(x) for x in f[7:]]})
+        except (ValueError, IndexError):
+            raise SimpointError(f"{path}: line {i}: expected slice, insns, spin, dropped, marker cpu/pc/count and "
+                                f"one count per vCPU") from None
+    return out
+
+
 @dataclass
 class Picks:
     k: int

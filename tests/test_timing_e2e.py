@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import topologies as T
+from analysis import simpoint
 from experiments.latprobe import results as latprobe_results
 from tests.e2e import db, vmlab
 
@@ -102,6 +103,18 @@ def test_fast_mode_counts_instructions_and_writes_basic_block_vectors(vmlab_env,
     rdir = Path(c.execute("SELECT log_path FROM runs").fetchone()[0]).parent
     bb = sorted(rdir.glob("bbv.cpu*.bb"))
     assert bb and bb[0].read_text().startswith("T:")
+    # machine-wide slices (plugin_bbv.c): SimPoint-readable, one slices line per vector line, each
+    # vCPU's count only growing, the marker a block of the vCPU that crossed the boundary
+    vec = simpoint.read_bb(rdir / "bbv.global.bb")
+    slices = simpoint.read_slices(rdir / "bbv.global.slices")
+    assert vec.n == len(slices) >= 2 and [s["slice"] for s in slices] == list(range(vec.n))
+    assert all(len(s["cpu_insns"]) == 8 for s in slices)
+    assert all(a <= b for s, t in zip(slices, slices[1:]) for a, b in zip(s["cpu_insns"], t["cpu_insns"]))
+    assert all(s["insns"] >= 100_000_000 and s["marker_count"] >= 1 and s["marker_cpu"] < 8 for s in slices[:-1])
+    assert sum(s["spin_insns"] for s in slices) >= 0 and max(len(ln) for ln in
+                                                          (rdir / "bbv.global.bb").read_bytes().split(b"\n")) < 1 << 20
+    picks = simpoint.cluster(vec, max_k=min(5, vec.n))
+    assert 1 <= picks.k <= 5 and sum(picks.weights) == pytest.approx(1.0)
 
 
 @pytest.mark.engine  # refused before a build or a boot

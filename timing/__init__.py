@@ -24,7 +24,8 @@ MODEL_INT = HERE / "model_int.h"
 # shares with the guest and the host from experiments/lib: INCLUDE)
 SOURCES = [*(HERE / n for n in ("model.h", "model_int.h", "model_core.h", "model_config.c", "model_state.c", "model_symbols.c",
                                 "model_access.c", "model_memsys.c", "model_report.c", "model_tlb.c", "model_tlb.h",
-                                "plugin.c", "plugin_mmu.c", "plugin_mmu.h")), facts.HEADER]
+                                "plugin.c", "plugin_mmu.c", "plugin_mmu.h", "plugin_bbv.c", "plugin_bbv.h")),
+           facts.HEADER]
 INCLUDE = facts.HEADER.parent
 MODES = ("off", "fast", "detailed")
 # Read from model_int.h, where the model defines them:
@@ -176,7 +177,9 @@ def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir
         if warmup_insns:
             lines.append(f"plugin.warmup_insns {int(warmup_insns)}")
     if bbv_dir:
-        lines += [f"plugin.bbv_dir {bbv_dir}", f"plugin.interval {interval}"]
+        # machine-wide slices need one vCPU at a time: round-robin TCG under -icount (plugin_bbv.c)
+        lines += [f"plugin.bbv_dir {bbv_dir}", f"plugin.interval {interval}",
+                  f"plugin.global_bbv {'on' if qemu_mode == 'icount' else 'off'}"]
     for n in range(topo.nodes):
         lines += [f"cpu_node {c} {n}" for c in topo.node_cpus(n)]
     lines += [f"hops {i} " + " ".join(map(str, row)) for i, row in enumerate(topo.hops)]

@@ -46,23 +46,16 @@
 
 #include "model.h"
 #include "plugin_mmu.h"
+#include "plugin_bbv.h"
 #include "vmlab_facts.h"  /* experiments/lib: VMLAB_PHASE_MAGIC, shared with the guest */
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 typedef struct {
-    uint32_t n, kind, bb, bytes, sym;
+    uint32_t n, kind, bb, bytes, sym, spin;  /* spin: holds a PAUSE (plugin_bbv.c) */
     uint64_t pc;
 } tbinfo_t;
 
-typedef struct {
-    uint64_t *cnt;      /* per basic block: instructions this interval */
-    uint32_t cap;
-    uint32_t *touched;
-    uint32_t ntouched, tcap;
-    uint64_t insns;     /* this interval */
-    FILE *f;
-} bbv_t;
 
 static model_t *M;
 static int detailed, is_x86, is_alpha, fetch;  /* fetch: instruction fetch priced (an l1i) */
@@ -84,10 +77,7 @@ static void at_exit(qemu_plugin_id_t id, void *ud);
 static volatile int kernel_seen;
 static uint64_t kernel_base, interval = 100000000;
 static char bbv_dir[4096];
-static bbv_t *bbv;
-static GMutex lock;                      /* translation-time tables only */
-static GHashTable *bb_ids;
-static uint32_t next_bb = 1;             /* SimPoint numbers blocks from 1 */
+static int global_bbv;                   /* plugin.global_bbv on: machine-wide slices too (plugin_bbv.c) */
 static struct qemu_plugin_register *r_rax, *r_rdi, *r_rsi;
 static int stalls;                       /* charge modeled stalls to the vCPU clocks */
 typedef struct { uint64_t value, when_ps; unsigned writer; } lockline_t;
@@ -95,48 +85,6 @@ static GHashTable *locklines;            /* line -> last change (stalls on only;
 static uint64_t line_mask;
 static __thread GByteArray *regbuf;      /* per host thread: MTTCG runs vCPUs in parallel */
 static uint32_t *sync_tick;              /* per vCPU: blocks since the model's clock last followed the engine's */
-
-/* --- basic-block vectors (SimPoint .bb format, one file per vCPU) ------------ */
-static void bbv_flush(unsigned vcpu) {
-    bbv_t *b = &bbv[vcpu];
-    if (!b->ntouched) return;
-    if (!b->f) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s/bbv.cpu%u.bb", bbv_dir, vcpu);
-        b->f = fopen(path, "w");
-    }
-    if (b->f) {
-        fputc('T', b->f);
-        for (uint32_t i = 0; i < b->ntouched; i++) {
-            uint32_t id = b->touched[i];
-            fprintf(b->f, ":%u:%" PRIu64 " ", id, b->cnt[id]);
-            b->cnt[id] = 0;
-        }
-        fputc('\n', b->f);
-    }
-    b->ntouched = 0;
-    b->insns = 0;
-}
-
-static inline void bbv_count(unsigned vcpu, const tbinfo_t *t) {
-    bbv_t *b = &bbv[vcpu];
-    if (t->bb >= b->cap) {  /* grown by this vCPU's own thread only */
-        uint32_t ncap = b->cap ? b->cap : 4096;
-        while (ncap <= t->bb) ncap *= 2;
-        b->cnt = realloc(b->cnt, ncap * sizeof(uint64_t));
-        memset(b->cnt + b->cap, 0, (ncap - b->cap) * sizeof(uint64_t));
-        b->cap = ncap;
-    }
-    if (!b->cnt[t->bb]) {
-        if (b->ntouched == b->tcap) {
-            b->tcap = b->tcap ? 2 * b->tcap : 1024;
-            b->touched = realloc(b->touched, b->tcap * sizeof(uint32_t));
-        }
-        b->touched[b->ntouched++] = t->bb;
-    }
-    b->cnt[t->bb] += t->n;
-    if ((b->insns += t->n) >= interval) bbv_flush(vcpu);
-}
 
 /* --- execution callbacks ------------------------------------------------------- */
 /* The extra wait of an atomic access (see the top): the load half waits for
@@ -173,7 +121,7 @@ static void tb_exec(unsigned int vcpu, void *ud) {
         warmup_left = warmup_left > t->n ? warmup_left - t->n : 0;
         if (!warmup_left) vm_warmup_done(M, warmup_total);
     }
-    if (bbv) bbv_count(vcpu, t);
+    if (t->bb) bbv_exec(vcpu, t->bb, t->n, t->pc, (int)t->spin);
 }
 
 static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *ud) {
@@ -269,19 +217,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
     } else {
         t->kind = kernel_seen ? VM_USER : VM_BOOT;
     }
-    if (bbv) {
-        uint64_t key = pc ^ ((uint64_t)n << 56);
-        g_mutex_lock(&lock);
-        gpointer v = g_hash_table_lookup(bb_ids, &key);
-        if (!v) {
-            uint64_t *k = g_new(uint64_t, 1);
-            *k = key;
-            v = GUINT_TO_POINTER(next_bb++);
-            g_hash_table_insert(bb_ids, k, v);
-        }
-        g_mutex_unlock(&lock);
-        t->bb = GPOINTER_TO_UINT(v);
-    }
+    if (bbv_on()) t->bb = bbv_block_id(pc, n);
     t->pc = pc;
     t->sym = t->kind == VM_USER ? VM_SYM_USER : t->kind == VM_KERNEL && detailed ? vm_symbol(M, pc) : VM_SYM_BOOT;
     if (n) {
@@ -295,6 +231,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
         size_t len = qemu_plugin_insn_data(insn, bytes, sizeof bytes);
         if (is_x86 && len == 3 && bytes[0] == 0x66 && bytes[1] == 0x87 && bytes[2] == 0xdb)
             qemu_plugin_register_vcpu_insn_exec_cb(insn, magic, QEMU_PLUGIN_CB_R_REGS, NULL);
+        if (is_x86 && len == 2 && bytes[0] == 0xf3 && bytes[1] == 0x90) t->spin = 1;  /* PAUSE */
         if (!detailed || !pricing) continue;
         if (is_x86) mmu_instrument(insn, bytes, len);
         uint64_t va = qemu_plugin_insn_vaddr(insn);
@@ -336,11 +273,7 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int vcpu) {
 static void at_exit(qemu_plugin_id_t id, void *ud) {
     (void)id;
     (void)ud;
-    if (bbv)
-        for (int c = 0; c < vm_ncpus(M); c++) {
-            bbv_flush((unsigned)c);
-            if (bbv[c].f) fclose(bbv[c].f);
-        }
+    bbv_close();
     if (vm_write_results(M, NULL)) fprintf(stderr, "vmlab-timing: cannot write the results\n");
 }
 
@@ -352,6 +285,7 @@ static int read_plugin_keys(const char *path) {
         if (sscanf(line, "%63s %4095s", key, val) == 2) {
             if (!strcmp(key, "plugin.bbv_dir")) snprintf(bbv_dir, sizeof bbv_dir, "%s", val);
             else if (!strcmp(key, "plugin.interval")) interval = strtoull(val, NULL, 10);
+            else if (!strcmp(key, "plugin.global_bbv")) global_bbv = !strcmp(val, "on");
             else if (!strcmp(key, "plugin.stalls")) stalls = !strcmp(val, "on");
             else if (!strcmp(key, "plugin.price_from_marker")) pricing = strcmp(val, "on") != 0;
             else if (!strcmp(key, "plugin.warmup_insns")) warmup_total = warmup_left = strtoull(val, NULL, 10);
@@ -398,10 +332,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     locklines = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
     sync_tick = calloc(vm_ncpus(M), sizeof *sync_tick);
     line_mask = (uint64_t)vm_line_bytes(M) - 1;
-    if (bbv_dir[0] && interval) {
-        bbv = calloc(vm_ncpus(M), sizeof(bbv_t));
-        bb_ids = g_hash_table_new(g_int64_hash, g_int64_equal);
-    }
+    bbv_init(bbv_dir, interval, vm_ncpus(M), global_bbv);
     plugin_id = id;
     if (!is_x86) pricing = 1;  /* the marker is x86's */
     qemu_plugin_register_vcpu_init_cb(id, vcpu_init);

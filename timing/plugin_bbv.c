@@ -1,0 +1,210 @@
+/* vmlab timing plugin: basic-block vectors for SimPoint, in its .bb format
+ * (`T:id:count ...`, one line per interval; ids from 1; count = the block's
+ * executions x its instructions).
+ *
+ * bbv.cpuN.bb   per vCPU, every `interval` of that vCPU's own instructions.
+ * bbv.global.bb machine-wide, every `interval` instructions of all vCPUs
+ *               together (global slices, as LoopPoint cuts them): one line
+ *               per slice, each vCPU's vector concatenated into it (block
+ *               b of vCPU v is id (b - 1) x ncpus + v + 1), so a slice where
+ *               two vCPUs run the same code differs from one where one runs it
+ *               twice. Blocks holding a spin-wait hint (x86 PAUSE: the kernel's
+ *               spin locks, cpu_relax loops) are left out of the vectors and of
+ *               the slice's length: how long a vCPU spins depends on the timing
+ *               of the others, so counting it would make a slice under one
+ *               timing model look unlike the same slice under another.
+ * bbv.global.slices  per slice, where it ends in a form that survives a
+ *               change of timing: each vCPU's instruction count at its end, and
+ *               a marker (the vCPU whose block crossed the boundary, that
+ *               block's pc and how many times that vCPU had run it), as
+ *               LoopPoint's (pc, count) region bounds; and the spin and dropped
+ *               instructions.
+ * A slice's line stays under SimPoint 3.2's 1 MiB line limit: if its blocks
+ * would not fit, the ones with the fewest instructions are dropped (counted
+ * in the slices file).
+ */
+#include "plugin_bbv.h"
+
+#include <glib.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LINE_MAX_BYTES ((1 << 20) - 64)   /* SimPoint 3.2 aborts on a line of 1 MiB or more */
+
+typedef struct {
+    uint64_t *cnt;      /* per id: instructions this interval */
+    uint32_t cap;
+    uint32_t *touched;
+    uint32_t ntouched, tcap;
+    uint64_t insns;     /* this interval */
+    FILE *f;
+} vec_t;
+
+static char dir[4096];
+static uint64_t interval;
+static int ncpus, on;
+static vec_t *percpu;
+static GMutex lock;                     /* translation-time table only */
+static GHashTable *ids;
+static uint32_t next_id = 1;
+/* machine-wide slices (one vCPU runs at a time: no lock) */
+static int global;
+static vec_t g;
+static FILE *gslices;
+static uint64_t gslice, gspin, *cpu_insns;
+static uint64_t **execs;                /* per vCPU: executions of each block so far */
+static uint32_t *execs_cap;
+
+static void grow(uint64_t **a, uint32_t *cap, uint32_t need) {
+    if (need < *cap) return;
+    uint32_t n = *cap ? *cap : 4096;
+    while (n <= need) n *= 2;
+    *a = realloc(*a, n * sizeof(uint64_t));
+    memset(*a + *cap, 0, (n - *cap) * sizeof(uint64_t));
+    *cap = n;
+}
+
+static void add(vec_t *v, uint32_t id, uint64_t n) {
+    grow(&v->cnt, &v->cap, id);
+    if (!v->cnt[id]) {
+        if (v->ntouched == v->tcap) {
+            v->tcap = v->tcap ? 2 * v->tcap : 1024;
+            v->touched = realloc(v->touched, v->tcap * sizeof(uint32_t));
+        }
+        v->touched[v->ntouched++] = id;
+    }
+    v->cnt[id] += n;
+    v->insns += n;
+}
+
+static const uint64_t *sort_cnt;
+static int by_count_desc(const void *a, const void *b) {
+    uint64_t x = sort_cnt[*(const uint32_t *)a], y = sort_cnt[*(const uint32_t *)b];
+    return x < y ? 1 : x > y ? -1 : (int)(*(const uint32_t *)a) - (int)(*(const uint32_t *)b);
+}
+
+/* Writes v's interval as one line (under the limit); returns the instructions left out. */
+static uint64_t flush(vec_t *v, const char *name) {
+    uint64_t dropped = 0;
+    if (!v->f) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        v->f = fopen(path, "w");
+    }
+    /* about 24 bytes per ":id:count ": sort by count only when the line could be too long */
+    if ((uint64_t)v->ntouched * 24 > LINE_MAX_BYTES) {
+        sort_cnt = v->cnt;
+        qsort(v->touched, v->ntouched, sizeof(uint32_t), by_count_desc);
+    }
+    char tok[48];
+    size_t len = 1;
+    if (v->f) fputc('T', v->f);
+    for (uint32_t i = 0; i < v->ntouched; i++) {
+        uint32_t id = v->touched[i];
+        int k = snprintf(tok, sizeof tok, ":%u:%" PRIu64 " ", id, v->cnt[id]);
+        if (len + (size_t)k + 1 < LINE_MAX_BYTES) {
+            if (v->f) fputs(tok, v->f);
+            len += (size_t)k;
+        } else {
+            dropped += v->cnt[id];
+        }
+        v->cnt[id] = 0;
+    }
+    if (v->f) fputc('\n', v->f);
+    v->ntouched = 0;
+    v->insns = 0;
+    return dropped;
+}
+
+static void global_flush(unsigned vcpu, uint64_t pc, uint64_t count) {
+    uint64_t insns = g.insns, dropped = flush(&g, "bbv.global.bb");
+    if (!gslices) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/bbv.global.slices", dir);
+        gslices = fopen(path, "w");
+        if (gslices) {
+            fprintf(gslices, "# slice insns spin_insns dropped_insns marker_cpu marker_pc marker_count");
+            for (int c = 0; c < ncpus; c++) fprintf(gslices, " insns_cpu%d", c);
+            fputc('\n', gslices);
+        }
+    }
+    if (gslices) {
+        fprintf(gslices, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %u 0x%" PRIx64 " %" PRIu64, gslice, insns,
+                gspin, dropped, vcpu, pc, count);
+        for (int c = 0; c < ncpus; c++) fprintf(gslices, " %" PRIu64, cpu_insns[c]);
+        fputc('\n', gslices);
+    }
+    gslice++;
+    gspin = 0;
+}
+
+void bbv_init(const char *d, uint64_t iv, int n, int glob) {
+    snprintf(dir, sizeof dir, "%s", d);
+    interval = iv;
+    ncpus = n;
+    on = dir[0] && interval;
+    if (!on) return;
+    percpu = calloc(ncpus, sizeof(vec_t));
+    ids = g_hash_table_new(g_int64_hash, g_int64_equal);
+    global = glob;
+    if (global) {
+        cpu_insns = calloc(ncpus, sizeof(uint64_t));
+        execs = calloc(ncpus, sizeof(uint64_t *));
+        execs_cap = calloc(ncpus, sizeof(uint32_t));
+    }
+}
+
+int bbv_on(void) { return on; }
+
+uint32_t bbv_block_id(uint64_t pc, size_t n) {
+    uint64_t key = pc ^ ((uint64_t)n << 56);
+    g_mutex_lock(&lock);
+    gpointer v = g_hash_table_lookup(ids, &key);
+    if (!v) {
+        uint64_t *k = g_new(uint64_t, 1);
+        *k = key;
+        v = GUINT_TO_POINTER(next_id++);
+        g_hash_table_insert(ids, k, v);
+    }
+    g_mutex_unlock(&lock);
+    return GPOINTER_TO_UINT(v);
+}
+
+void bbv_exec(unsigned vcpu, uint32_t bb, uint32_t n, uint64_t pc, int spin) {
+    vec_t *v = &percpu[vcpu];  /* grown by this vCPU's own thread only */
+    add(v, bb, n);
+    if (v->insns >= interval) {
+        char name[64];
+        snprintf(name, sizeof name, "bbv.cpu%u.bb", vcpu);
+        flush(v, name);
+    }
+    if (!global) return;
+    cpu_insns[vcpu] += n;
+    grow(&execs[vcpu], &execs_cap[vcpu], bb);
+    uint64_t count = ++execs[vcpu][bb];
+    if (spin) {
+        gspin += n;
+        return;
+    }
+    add(&g, (bb - 1) * (uint32_t)ncpus + vcpu + 1, n);
+    if (g.insns >= interval) global_flush(vcpu, pc, count);
+}
+
+void bbv_close(void) {
+    if (!on) return;
+    for (int c = 0; c < ncpus; c++) {
+        if (percpu[c].ntouched) {
+            char name[64];
+            snprintf(name, sizeof name, "bbv.cpu%d.bb", c);
+            flush(&percpu[c], name);
+        }
+        if (percpu[c].f) fclose(percpu[c].f);
+    }
+    if (global) {
+        if (g.ntouched) global_flush((unsigned)ncpus, 0, 0);  /* the run's end: no block crossed it */
+        if (g.f) fclose(g.f);
+        if (gslices) fclose(gslices);
+    }
+}

@@ -1,0 +1,21 @@
+/* vmlab timing plugin: basic-block vectors for SimPoint (plugin_bbv.c). */
+#ifndef VMLAB_PLUGIN_BBV_H
+#define VMLAB_PLUGIN_BBV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Vectors into dir: per vCPU every `interval` of its own instructions, and
+ * (global) machine-wide every `interval` instructions of all vCPUs together.
+ * global needs one vCPU at a time (round-robin TCG under -icount). */
+void bbv_init(const char *dir, uint64_t interval, int ncpus, int global);
+int bbv_on(void);
+/* At translation: the block's id (from 1), the same for the same pc and length. */
+uint32_t bbv_block_id(uint64_t pc, size_t n);
+/* At execution: vcpu ran block bb (n instructions, at pc); spin: it holds a
+ * spin-wait hint (x86 PAUSE), so the machine-wide slices leave it out. */
+void bbv_exec(unsigned vcpu, uint32_t bb, uint32_t n, uint64_t pc, int spin);
+/* At exit: the last partial intervals, and the files closed. */
+void bbv_close(void);
+
+#endif
