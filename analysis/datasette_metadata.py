@@ -81,6 +81,12 @@ TABLES = {
     "timing_hops": ("Misses, lock transfers and their modeled latency by hop count.",
                     {"hops": "hops between the CPU's node and the home node", "lat_ps": "total modeled ps"}),
     "timing_latency_hist": ("Histogram of modeled miss latency per hop count.", {}),
+    "simpoint_picks": ("Simulation points picked from a run's basic-block vectors (./run.py simpoint RUN: SimPoint "
+                       "3.2's algorithm, our implementation): per cluster the interval nearest its centroid and the "
+                       "cluster's weight.",
+                       {"vectors": "the vector file: global (machine-wide slices) or cpuN",
+                        "interval": "the simulation point: an interval (a line of the file) from 0",
+                        "weight": "the cluster's share of the intervals"}),
     "timing_walks": ("Page-walk entry reads (timing model 3) by where they were served: the walking CPU's L1 or L2, "
                      "or memory at a hop distance from it (the page-table page's home node, or its owner's cache).",
                      {"served": "l1, l2 or memory", "hops": "hops to where a memory read was served (NULL for l1/l2)",

@@ -355,5 +355,19 @@ MIGRATIONS = [
     );
     CREATE INDEX timing_walks_run ON timing_walks(run_id);
     """,
+    # 13: simulation points picked from a run's basic-block vectors (analysis/simpoint.py)
+    """
+    CREATE TABLE simpoint_picks (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        vectors TEXT NOT NULL,
+        max_k INTEGER NOT NULL,
+        k INTEGER NOT NULL,
+        seed INTEGER NOT NULL,
+        cluster INTEGER NOT NULL,
+        interval INTEGER NOT NULL,
+        weight REAL NOT NULL,
+        PRIMARY KEY (run_id, vectors, max_k, seed, cluster)
+    );
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -200,7 +200,11 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="./run.py simpoint",
                                 description="Pick simulation points from a basic-block vector file (SimPoint 3.2's "
                                             "algorithm, our implementation) and write .simpoints and .weights.")
-    p.add_argument("bb", type=Path, help="a .bb file (one 'T:id:count ...' line per interval)")
+    p.add_argument("bb", help="a .bb file (one 'T:id:count ...' line per interval), or a run's id: its "
+                              "machine-wide vectors (bbv.global.bb of a --timing fast run), the picks stored in "
+                              "the database (table simpoint_picks)")
+    p.add_argument("--vectors", default="global", help="with a run: global, or cpuN for one vCPU's vectors")
+    p.add_argument("--db", default="results.db", help="SQLite results database (default ./results.db)")
     p.add_argument("--max-k", type=int, default=30, help="largest number of clusters tried (default 30)")
     p.add_argument("--dim", type=int, default=DIM, help=f"dimensions of the random projection (default {DIM})")
     p.add_argument("--seed", type=int, default=1, help="seed of the projection and of k-means (default 1)")
@@ -208,18 +212,53 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def run_vectors(db_path: str, run_id: int, vectors: str) -> Path:
+    """The vector file of a stored run (its run directory is its console's)."""
+    from analysis import db
+    if vectors != "global" and not (vectors.startswith("cpu") and vectors[3:].isdigit()):
+        raise SimpointError(f"--vectors: expected global or cpuN, got {vectors!r}")
+    try:
+        con = db.connect(db_path, readonly=True)
+        row = con.execute("SELECT log_path, timing_mode FROM runs WHERE id = ?", (run_id,)).fetchone()
+    except (db.SchemaError, OSError) as e:
+        raise SimpointError(str(e)) from None
+    if not row:
+        raise SimpointError(f"{db_path}: no run {run_id}")
+    path = Path(row["log_path"]).parent / f"bbv.{vectors}.bb"
+    if not path.exists():
+        raise SimpointError(f"run {run_id}: no {path.name} in its directory (vectors come from --timing fast runs; "
+                            f"machine-wide ones under --qemu-mode icount), got timing {row['timing_mode']}")
+    return path
+
+
+def store(db_path: str, run_id: int, vectors: str, max_k: int, seed: int, picks: Picks) -> None:
+    from analysis import db
+    from analysis.rows import insert
+    con = db.connect(db_path)
+    with con:  # all of a clustering's rows or none
+        con.execute("DELETE FROM simpoint_picks WHERE run_id = ? AND vectors = ? AND max_k = ? AND seed = ?",
+                    (run_id, vectors, max_k, seed))
+        insert(con, "simpoint_picks", [{"run_id": run_id, "vectors": vectors, "max_k": max_k, "k": picks.k,
+                                        "seed": seed, "cluster": c, "interval": picks.points[c],
+                                        "weight": picks.weights[c]} for c in range(picks.k) if picks.points[c] >= 0])
+
+
 def main(argv: list[str]) -> int:
     a = parser().parse_args(argv)
+    run_id = int(a.bb) if a.bb.isdigit() else None
     try:
         if a.dim < 1:
             raise SimpointError(f"--dim: expected a positive number of dimensions, got {a.dim}")
-        vec = read_bb(a.bb)
+        bb = run_vectors(a.db, run_id, a.vectors) if run_id is not None else Path(a.bb)
+        vec = read_bb(bb)
         picks = cluster(vec, a.max_k, a.dim, a.seed)
     except SimpointError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    prefix = a.out or a.bb.with_suffix("")
+    prefix = a.out or bb.with_suffix("")
     sp, wt = write(picks, prefix)
+    if run_id is not None:
+        store(a.db, run_id, a.vectors, a.max_k, a.seed, picks)
     print(f"{vec.n} intervals, {vec.dims} blocks: k = {picks.k} (BIC over k = 1..{a.max_k}); wrote {sp} and {wt}")
     for c in range(picks.k):
         if picks.points[c] >= 0:

@@ -95,3 +95,29 @@ def test_max_k_outside_one_to_the_intervals_is_refused(bb, capsys, k):
     assert sp.main([str(bb), "--max-k", str(k)]) == 2
     assert "max_k: expected 1.." in capsys.readouterr().err
     assert not list(bb.parent.glob("*.simpoints"))
+
+
+def test_a_run_s_machine_wide_vectors_give_picks_stored_with_the_run(tmp_path, capsys):
+    import topologies
+    from analysis import db
+    from tests.runrows import run_start
+    rdir = tmp_path / "run"
+    rdir.mkdir()
+    (rdir / "bbv.global.bb").write_text(bb_text(PATTERN))
+    dbp = str(tmp_path / "r.db")
+    con = db.connect(dbp)
+    rid = db.start_run(con, run_start(topologies.load("x86-2s"), timing_mode="fast",
+                                      log_path=str(rdir / "console.log")))
+    con.close()
+    for _ in range(2):  # a second clustering with the same settings replaces the first
+        assert sp.main([str(rid), "--db", dbp, "--max-k", "8"]) == 0
+    rows = db.connect(dbp).execute("SELECT vectors, k, cluster, interval, weight FROM simpoint_picks "
+                                   "WHERE run_id = ? ORDER BY cluster", (rid,)).fetchall()
+    assert [r["cluster"] for r in rows] == [0, 1, 2] and {r["k"] for r in rows} == {3}
+    assert {r["vectors"] for r in rows} == {"global"} and sum(r["weight"] for r in rows) == pytest.approx(1.0)
+    assert (rdir / "bbv.global.simpoints").exists()
+    # a run without vectors, or none at all: one line, exit 2, nothing stored
+    assert sp.main([str(rid), "--db", dbp, "--vectors", "cpu3"]) == 2
+    assert "no bbv.cpu3.bb" in capsys.readouterr().err
+    assert sp.main(["99", "--db", dbp]) == 2 and "no run 99" in capsys.readouterr().err
+    assert db.connect(dbp).execute("SELECT COUNT(*) FROM simpoint_picks").fetchone()[0] == 3
