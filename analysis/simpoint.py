@@ -7,9 +7,11 @@ says what its code does, and this follows it step by step):
 2. a random projection to `dim` dimensions (a D x dim matrix uniform in
    [-1, 1), from the seed);
 3. k-means (Lloyd, `seeds` random starts from k intervals, at most 100
-   iterations, weighted) for every k from 1 to max_k;
-4. each clustering's BIC (SimPoint's formula: the spherical Gaussian's
+   iterations, weighted) for every k from 1 to max_k, keeping per k the
+   start with the best BIC (SimPoint's formula: the spherical Gaussian's
    log-likelihood less half its parameters times ln R);
+4. SimPoint 3.2 tries k = 1, max_k, then halves its way (a binary search);
+   this tries every k up to max_k, so it may find a smaller k that passes;
 5. the smallest k whose BIC reaches 90 % of the way from the lowest to the
    highest;
 6. per cluster the interval nearest its centroid (the simulation point),
@@ -152,7 +154,8 @@ def bic(x: np.ndarray, w: np.ndarray, labels: np.ndarray, centers: np.ndarray) -
     return loglik - params / 2 * math.log(r)
 
 
-def cluster(vec: Vectors, max_k: int, dim: int = DIM, seed: int = 1, seeds: int = SEEDS) -> Picks:
+def cluster(vec: Vectors, max_k: int, dim: int = DIM, seed: int = 1, seeds: int = SEEDS, k: int | None = None) -> Picks:
+    """k: cluster into exactly k (SimPoint's -k K) instead of choosing k by the BIC."""
     from sklearn.cluster import KMeans
 
     if not 1 <= max_k <= vec.n:
@@ -160,13 +163,19 @@ def cluster(vec: Vectors, max_k: int, dim: int = DIM, seed: int = 1, seeds: int 
     x = project(vec.normalised(), dim, seed)
     w = np.full(vec.n, 1.0 / vec.n)   # fixed-length intervals: each weighs the same
     runs = {}
-    for k in range(1, max_k + 1):
-        km = KMeans(n_clusters=k, init="random", n_init=seeds, max_iter=ITERATIONS, algorithm="lloyd",
-                    random_state=seed).fit(x, sample_weight=w)
-        runs[k] = (km.labels_, km.cluster_centers_, bic(x, w, km.labels_, km.cluster_centers_))
+    fixed = k
+    for k in ([fixed] if fixed else range(1, max_k + 1)):
+        # `seeds` starts from k random intervals each; as SimPoint does, the one with the best BIC is kept
+        # (not the one with the least distortion, which is what k-means' own restarts would keep)
+        for s in range(seeds):
+            km = KMeans(n_clusters=k, init="random", n_init=1, max_iter=ITERATIONS, algorithm="lloyd",
+                        random_state=seed * 1000 + s).fit(x, sample_weight=w)
+            score = bic(x, w, km.labels_, km.cluster_centers_)
+            if k not in runs or score > runs[k][2]:
+                runs[k] = (km.labels_, km.cluster_centers_, score)
     scores = {k: r[2] for k, r in runs.items()}
     lo, hi = min(scores.values()), max(scores.values())
-    k = min(k for k, s in scores.items() if s >= lo + THRESHOLD * (hi - lo))
+    k = fixed or min(k for k, s in scores.items() if s >= lo + THRESHOLD * (hi - lo))
     labels, centers, _ = runs[k]
     # clusters numbered as they are found; an empty one (k-means can leave one) gets no point
     points, weights = [], []
@@ -206,6 +215,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--vectors", default="global", help="with a run: global, or cpuN for one vCPU's vectors")
     p.add_argument("--db", default="results.db", help="SQLite results database (default ./results.db)")
     p.add_argument("--max-k", type=int, default=30, help="largest number of clusters tried (default 30)")
+    p.add_argument("--k", type=int, help="cluster into exactly K instead of choosing k by the BIC (SimPoint's -k)")
     p.add_argument("--dim", type=int, default=DIM, help=f"dimensions of the random projection (default {DIM})")
     p.add_argument("--seed", type=int, default=1, help="seed of the projection and of k-means (default 1)")
     p.add_argument("--out", type=Path, help="prefix of the files written (default: the .bb file's, without .bb)")
@@ -251,7 +261,9 @@ def main(argv: list[str]) -> int:
             raise SimpointError(f"--dim: expected a positive number of dimensions, got {a.dim}")
         bb = run_vectors(a.db, run_id, a.vectors) if run_id is not None else Path(a.bb)
         vec = read_bb(bb)
-        picks = cluster(vec, a.max_k, a.dim, a.seed)
+        if a.k is not None and not 1 <= a.k <= vec.n:
+            raise SimpointError(f"{bb}: --k: expected 1..{vec.n} (the number of intervals), got {a.k}")
+        picks = cluster(vec, a.max_k if a.k is None else a.k, a.dim, a.seed, k=a.k)
     except SimpointError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -259,7 +271,8 @@ def main(argv: list[str]) -> int:
     sp, wt = write(picks, prefix)
     if run_id is not None:
         store(a.db, run_id, a.vectors, a.max_k, a.seed, picks)
-    print(f"{vec.n} intervals, {vec.dims} blocks: k = {picks.k} (BIC over k = 1..{a.max_k}); wrote {sp} and {wt}")
+    how = f"fixed by --k" if a.k else f"BIC over k = 1..{a.max_k}"
+    print(f"{vec.n} intervals, {vec.dims} blocks: k = {picks.k} ({how}); wrote {sp} and {wt}")
     for c in range(picks.k):
         if picks.points[c] >= 0:
             print(f"  cluster {c}: interval {picks.points[c]}, weight {picks.weights[c]:.4f}")

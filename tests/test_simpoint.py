@@ -121,3 +121,9 @@ def test_a_run_s_machine_wide_vectors_give_picks_stored_with_the_run(tmp_path, c
     assert "no bbv.cpu3.bb" in capsys.readouterr().err
     assert sp.main(["99", "--db", dbp]) == 2 and "no run 99" in capsys.readouterr().err
     assert db.connect(dbp).execute("SELECT COUNT(*) FROM simpoint_picks").fetchone()[0] == 3
+
+
+def test_a_fixed_k_is_kept_and_out_of_range_refused(bb, capsys):
+    picks = sp.cluster(sp.read_bb(bb), max_k=2, k=2)
+    assert picks.k == 2 and len(picks.bic) == 1 and sum(picks.weights) == pytest.approx(1.0)
+    assert sp.main([str(bb), "--k", "0"]) == 2 and "--k: expected 1.." in capsys.readouterr().err
