@@ -104,24 +104,63 @@ def read_bb(path: Path) -> Vectors:
 def read_slices(path: Path) -> list[dict]:
     """bbv.global.slices (timing/plugin_bbv.c): per machine-wide slice its
     length, spin and dropped instructions, its end marker (the vCPU whose
-    block crossed the boundary, that block's pc and execution count) and
-    every vCPU's instruction count at its end."""
+    block crossed the boundary, that block's pc and execution count), every
+    vCPU's instruction count at its end and, from a detailed run, every
+    vCPU's modeled clock at its end (`cpu_time_ps`) and at the first
+    slice's start (`start_ps`, on every row)."""
     try:
         lines = Path(path).read_text().splitlines()
     except OSError as e:
         raise SimpointError(f"{path}: cannot read: {e.strerror}") from None
     if not lines or not lines[0].startswith("# slice"):
         raise SimpointError(f"{path}: expected a '# slice ...' header line")
+    names = lines[0][2:].split()
+    start = None
     out = []
     for i, ln in enumerate(lines[1:], 2):
+        if ln.startswith("# start"):
+            start = [int(x) for x in ln.split()[2:]]
+            continue
         f = ln.split()
+        if len(f) != len(names):
+            raise SimpointError(f"{path}: line {i}: {len(f)} fields, the header names {len(names)}")
         try:
-            out.append({"slice": int(f[0]), "insns": int(f[1]), "spin_insns": int(f[2]), "dropped_insns": int(f[3]),
-                        "marker_cpu": int(f[4]), "marker_pc": int(f[5], 16), "marker_count": int(f[6]),
-                        "cpu_insns": [int(x) for x in f[7:]]})
-        except (ValueError, IndexError):
-            raise SimpointError(f"{path}: line {i}: expected slice, insns, spin, dropped, marker cpu/pc/count and "
-                                f"one count per vCPU") from None
+            row = dict(zip(names, (int(x, 16) if n == "marker_pc" else int(x) for n, x in zip(names, f))))
+        except ValueError:
+            raise SimpointError(f"{path}: line {i}: expected whole numbers (the marker's pc in hex)") from None
+        out.append({**{n: row[n] for n in names[:7]},
+                    "cpu_insns": [row[n] for n in names if n.startswith("insns_cpu")],
+                    "cpu_time_ps": [row[n] for n in names if n.startswith("time_ps_cpu")], "start_ps": start})
+    return out
+
+
+def slice_costs(slices: list[dict]) -> tuple[list[int], list[int]]:
+    """Per slice of a detailed run: the machine's elapsed modeled time (the
+    latest vCPU clock's advance) and the vCPUs' modeled time summed."""
+    prev = slices[0]["start_ps"]
+    if not prev or not slices[0]["cpu_time_ps"]:
+        raise SimpointError("the slices carry no modeled clocks: vectors of a --timing detailed run are needed")
+    elapsed, total = [], []
+    for s in slices:
+        now = s["cpu_time_ps"]
+        elapsed.append(max(now) - max(prev))
+        total.append(sum(now) - sum(prev))
+        prev = now
+    return elapsed, total
+
+
+def estimate(picks: "Picks", slices: list[dict]) -> dict:
+    """The whole run's modeled time from its simulation points' slices alone
+    (each point's cost times its cluster's share of the slices), beside the
+    run's own: the clustering's and weighting's error, with every slice's
+    cost as a full detailed run priced it (no warm-up error in it)."""
+    elapsed, total = slice_costs(slices)
+    n = len(slices)
+    out = {"slices": n, "points": sum(1 for p in picks.points if p >= 0)}
+    for name, cost in (("elapsed", elapsed), ("cpu_time", total)):
+        est = n * sum(w * cost[p] for p, w in zip(picks.points, picks.weights) if p >= 0)
+        act = sum(cost)
+        out[name] = {"estimated_ps": est, "actual_ps": act, "error_pct": 100.0 * (est - act) / act if act else 0.0}
     return out
 
 
@@ -241,11 +280,17 @@ def run_vectors(db_path: str, run_id: int, vectors: str) -> Path:
     return path
 
 
-def store(db_path: str, run_id: int, vectors: str, max_k: int, seed: int, picks: Picks) -> None:
+def store(db_path: str, run_id: int, vectors: str, max_k: int, seed: int, picks: Picks,
+          est: dict | None = None) -> None:
     from analysis import db
     from analysis.rows import insert
     con = db.connect(db_path)
     with con:  # all of a clustering's rows or none
+        if est:  # the estimate's error against the run's own figures (metrics simpoint.*)
+            insert(con, "metrics", [{"run_id": run_id, "name": f"simpoint.{n}_error_pct",
+                                     "value": est[n]["error_pct"], "unit": "%"} for n in ("elapsed", "cpu_time")]
+                   + [{"run_id": run_id, "name": "simpoint.points", "value": est["points"], "unit": "slices"},
+                      {"run_id": run_id, "name": "simpoint.slices", "value": est["slices"], "unit": "slices"}])
         con.execute("DELETE FROM simpoint_picks WHERE run_id = ? AND vectors = ? AND max_k = ? AND seed = ?",
                     (run_id, vectors, max_k, seed))
         insert(con, "simpoint_picks", [{"run_id": run_id, "vectors": vectors, "max_k": max_k, "k": picks.k,
@@ -267,13 +312,31 @@ def main(argv: list[str]) -> int:
     except SimpointError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    est = None
+    slices_path = bb.with_name("bbv.global.slices")
+    if run_id is not None and a.vectors == "global" and slices_path.exists():
+        try:
+            slices = read_slices(slices_path)
+            if len(slices) != vec.n:
+                raise SimpointError(f"{slices_path}: {len(slices)} slices for {vec.n} vectors")
+            est = estimate(picks, slices) if slices[0]["cpu_time_ps"] else None
+        except SimpointError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     prefix = a.out or bb.with_suffix("")
     sp, wt = write(picks, prefix)
     if run_id is not None:
-        store(a.db, run_id, a.vectors, a.max_k, a.seed, picks)
+        store(a.db, run_id, a.vectors, a.max_k, a.seed, picks, est)
     how = f"fixed by --k" if a.k else f"BIC over k = 1..{a.max_k}"
     print(f"{vec.n} intervals, {vec.dims} blocks: k = {picks.k} ({how}); wrote {sp} and {wt}")
     for c in range(picks.k):
         if picks.points[c] >= 0:
             print(f"  cluster {c}: interval {picks.points[c]}, weight {picks.weights[c]:.4f}")
+    if est:
+        print(f"the run's modeled time from its {est['points']} points' slices alone (of {est['slices']}), against "
+              f"all its slices (a full detailed run's, so without a warm-up's error):")
+        for n, label in (("elapsed", "elapsed (the latest vCPU clock)"), ("cpu_time", "all vCPUs' time")):
+            e = est[n]
+            print(f"  {label}: {e['estimated_ps'] / 1e9:.3f} ms estimated, {e['actual_ps'] / 1e9:.3f} ms, "
+                  f"{e['error_pct']:+.2f} %")
     return 0

@@ -262,7 +262,7 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
         timing_out = rdir / "timing.json"
         conf_path = rdir / "timing.conf"
         conf_path.write_text(timing.config_text(topo, spec.timing, timing_out, symbols=built.kernel_dir / "System.map",
-                                                bbv_dir=rdir if spec.timing == "fast" else None,
+                                                bbv_dir=rdir,
                                                 qemu_mode=spec.qemu_mode, stalls=not spec.no_stalls,
                                                 price_from_marker=not restored and topo.guest_isa == "x86_64",
                                                 warmup_insns=spec.warmup_insns))

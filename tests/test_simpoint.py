@@ -127,3 +127,28 @@ def test_a_fixed_k_is_kept_and_out_of_range_refused(bb, capsys):
     picks = sp.cluster(sp.read_bb(bb), max_k=2, k=2)
     assert picks.k == 2 and len(picks.bic) == 1 and sum(picks.weights) == pytest.approx(1.0)
     assert sp.main([str(bb), "--k", "0"]) == 2 and "--k: expected 1.." in capsys.readouterr().err
+
+
+def test_an_estimate_from_the_points_alone_against_every_slice():
+    # three phases of different cost per slice: the estimate weights each point by its cluster's share
+    pattern = ["A"] * 6 + ["B"] * 3 + ["A"] * 2 + ["C"] * 1
+    cost = {"A": 10, "B": 30, "C": 100}
+    labels = np.array([{"A": 0, "B": 1, "C": 2}[p] for p in pattern])
+    picks = sp.Picks(3, points=[0, 6, 11], weights=[8 / 12, 3 / 12, 1 / 12], labels=labels)
+    clock, slices = [0, 0], []
+    for i, ph in enumerate(pattern):
+        clock = [clock[0] + cost[ph], clock[1] + 1]   # CPU 0 runs the phase, CPU 1 idles along
+        slices.append({"cpu_time_ps": list(clock), "start_ps": [0, 0]})
+    est = sp.estimate(picks, slices)
+    assert est["elapsed"]["actual_ps"] == 6 * 10 + 3 * 30 + 2 * 10 + 100
+    assert est["elapsed"]["error_pct"] == pytest.approx(0.0)          # each point is its cluster exactly
+    # the point of cluster A (slice 0) costlier than its cluster's other slices: the error shows it
+    slices2 = [dict(s) for s in slices]
+    slices2[0] = {"cpu_time_ps": [20, 1], "start_ps": [0, 0]}
+    for s in slices2[1:]:
+        s["cpu_time_ps"] = [s["cpu_time_ps"][0] + 10, s["cpu_time_ps"][1]]
+    e = sp.estimate(picks, slices2)["elapsed"]
+    assert e["estimated_ps"] == pytest.approx(12 * (8 / 12 * 20 + 3 / 12 * 30 + 1 / 12 * 100))
+    assert e["error_pct"] > 0
+    with pytest.raises(sp.SimpointError, match="detailed run"):
+        sp.estimate(picks, [{"cpu_time_ps": [], "start_ps": None}])

@@ -154,6 +154,9 @@ uint64_t read_reg(struct qemu_plugin_register *r) {
     return v;
 }
 
+/* a vCPU's modeled clock, for the slices file of a detailed run (plugin_bbv.c) */
+static uint64_t model_clock(int cpu) { return vm_cpu_time_ps(M, cpu); }
+
 /* after qemu_plugin_reset: the same callbacks, now with the pricing on */
 static void reinstall(qemu_plugin_id_t id) {
     qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
@@ -333,6 +336,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     sync_tick = calloc(vm_ncpus(M), sizeof *sync_tick);
     line_mask = (uint64_t)vm_line_bytes(M) - 1;
     bbv_init(bbv_dir, interval, vm_ncpus(M), global_bbv);
+    if (detailed) bbv_set_clock(model_clock);
     plugin_id = id;
     if (!is_x86) pricing = 1;  /* the marker is x86's */
     qemu_plugin_register_vcpu_init_cb(id, vcpu_init);

@@ -18,7 +18,8 @@
  *               a marker (the vCPU whose block crossed the boundary, that
  *               block's pc and how many times that vCPU had run it), as
  *               LoopPoint's (pc, count) region bounds; and the spin and dropped
- *               instructions.
+ *               instructions; in a detailed run, every vCPU's modeled clock
+ *               at its end too (what the slice cost, for an estimate's error).
  * A slice's line stays under SimPoint 3.2's 1 MiB line limit: if its blocks
  * would not fit, the ones with the fewest instructions are dropped (counted
  * in the slices file).
@@ -56,6 +57,10 @@ static FILE *gslices;
 static uint64_t gslice, gspin, *cpu_insns;
 static uint64_t **execs;                /* per vCPU: executions of each block so far */
 static uint32_t *execs_cap;
+static uint64_t (*clock_of)(int cpu);
+static uint64_t *start_clock;           /* detailed: each vCPU's clock when the first block ran */
+
+void bbv_set_clock(uint64_t (*clock)(int cpu)) { clock_of = clock; }
 
 static void grow(uint64_t **a, uint32_t *cap, uint32_t need) {
     if (need < *cap) return;
@@ -127,13 +132,20 @@ static void global_flush(unsigned vcpu, uint64_t pc, uint64_t count) {
         if (gslices) {
             fprintf(gslices, "# slice insns spin_insns dropped_insns marker_cpu marker_pc marker_count");
             for (int c = 0; c < ncpus; c++) fprintf(gslices, " insns_cpu%d", c);
+            for (int c = 0; clock_of && c < ncpus; c++) fprintf(gslices, " time_ps_cpu%d", c);
             fputc('\n', gslices);
+            if (start_clock) {  /* where the first slice's clocks started (a restored run's are not 0) */
+                fprintf(gslices, "# start");
+                for (int c = 0; c < ncpus; c++) fprintf(gslices, " %" PRIu64, start_clock[c]);
+                fputc('\n', gslices);
+            }
         }
     }
     if (gslices) {
         fprintf(gslices, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %u 0x%" PRIx64 " %" PRIu64, gslice, insns,
                 gspin, dropped, vcpu, pc, count);
         for (int c = 0; c < ncpus; c++) fprintf(gslices, " %" PRIu64, cpu_insns[c]);
+        for (int c = 0; clock_of && c < ncpus; c++) fprintf(gslices, " %" PRIu64, clock_of(c));
         fputc('\n', gslices);
     }
     gslice++;
@@ -181,6 +193,10 @@ void bbv_exec(unsigned vcpu, uint32_t bb, uint32_t n, uint64_t pc, int spin) {
         flush(v, name);
     }
     if (!global) return;
+    if (clock_of && !start_clock) {
+        start_clock = calloc(ncpus, sizeof(uint64_t));
+        for (int c = 0; c < ncpus; c++) start_clock[c] = clock_of(c);
+    }
     cpu_insns[vcpu] += n;
     grow(&execs[vcpu], &execs_cap[vcpu], bb);
     uint64_t count = ++execs[vcpu][bb];

@@ -9,6 +9,9 @@
  * (global) machine-wide every `interval` instructions of all vCPUs together.
  * global needs one vCPU at a time (round-robin TCG under -icount). */
 void bbv_init(const char *dir, uint64_t interval, int ncpus, int global);
+/* Detailed runs: each slice's line also says every vCPU's modeled clock at
+ * its end (ps), read through clock(cpu), so a slice's modeled time is known. */
+void bbv_set_clock(uint64_t (*clock)(int cpu));
 int bbv_on(void);
 /* At translation: the block's id (from 1), the same for the same pc and length. */
 uint32_t bbv_block_id(uint64_t pc, size_t n);
