@@ -94,6 +94,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="memory-system timing model (a QEMU plugin, timing/): off = plain QEMU (default); "
                         "fast = instruction counts and basic-block vectors; detailed = every data access priced "
                         "on the topology (caches, directory, hops, queueing; needs --qemu-mode icount)")
+    p.add_argument("--slice-insns", type=int, default=100_000_000, metavar="N",
+                   help="--timing fast|detailed: instructions per basic-block-vector interval, per vCPU and "
+                        "machine-wide (default 100,000,000; SimPoint's classic is 10,000,000)")
     p.add_argument("--warmup-insns", type=int, default=0, metavar="N",
                    help="--timing detailed, restored: leave the first N instructions after the restore (all vCPUs "
                         "together; the experiment's start ends it at the latest) out of the model's figures, so "
@@ -185,7 +188,8 @@ def spec_from_args(args, kernel: str):
                    qemu_mode=args.qemu_mode, quantum_ns=args.quantum_ns, engine=args.engine, disk=args.disk,
                    timing=args.timing, no_stalls=args.no_stalls, no_hmat=args.no_hmat, timeout=args.timeout,
                    boot_timeout=args.boot_timeout, kernel_append=args.kernel_append,
-                   seed=args.seed, boot=args.boot, warmup_insns=args.warmup_insns).with_params(params)
+                   seed=args.seed, boot=args.boot, warmup_insns=args.warmup_insns,
+                   slice_insns=args.slice_insns).with_params(params)
 
 
 def prepare_all(args):

@@ -89,6 +89,9 @@ def prepare(spec: RunSpec) -> Prepared:
         if spec.warmup_insns and spec.boot:
             raise timing.TimingError("--warmup-insns: a restored run's (a booted detailed run counts its boot "
                                      "unpriced up to the experiment's marker; a warm-up needs the restore before it)")
+        if not 10_000 <= spec.slice_insns <= 10**12:
+            raise timing.TimingError(f"--slice-insns: expected 10,000 to 1e12 instructions per interval, got "
+                                     f"{spec.slice_insns}")
         if spec.no_stalls and spec.timing != "detailed":
             raise timing.TimingError(f"--no-stalls: only with --timing detailed (it keeps the model's stalls off the "
                                      f"guest's clocks); --timing {spec.timing} prices no access, so has no stalls")
@@ -265,7 +268,7 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
                                                 bbv_dir=rdir,
                                                 qemu_mode=spec.qemu_mode, stalls=not spec.no_stalls,
                                                 price_from_marker=not restored and topo.guest_isa == "x86_64",
-                                                warmup_insns=spec.warmup_insns))
+                                                warmup_insns=spec.warmup_insns, interval=spec.slice_insns))
         plugin = (built.plugin, conf_path)
     stalls = stalls_charged(spec)
     if snap_failed:

@@ -47,6 +47,7 @@ class RunSpec:
     repeat: int = 0                             # a study's repeat index: same inputs, its own key
     boot: bool = False                          # boot through, not restore the machine's snapshot
     warmup_insns: int = 0                       # detailed: instructions that warm the model before it counts
+    slice_insns: int = 100_000_000              # basic-block vectors: instructions per interval
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -100,6 +101,8 @@ def run_key(spec: RunSpec, topology_sha256: str, resolved_params: dict, disk_lab
         what["start"] = start
     if spec.warmup_insns:  # a run without a warm-up keeps the key it had before warm-ups existed
         what["warmup_insns"] = spec.warmup_insns
+    if spec.slice_insns != 100_000_000:  # likewise the default interval
+        what["slice_insns"] = spec.slice_insns
     return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
 
 
