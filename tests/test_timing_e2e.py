@@ -43,7 +43,9 @@ def test_lock_pingpong_cost_grows_with_distance_as_the_model_says(latprobe):
     _, pp = latprobe_results.rows(db(tmp), 1)
     assert pp and all(p["model_ns"] is not None for p in pp)
     for p in pp:
-        assert p["model_ns"] == pytest.approx(p["formula_ns"], rel=0.05), p
+        # 5 % of a 50 ns hand-off inside a socket is under 3 ns: a few of the test's 600 transfers that
+        # come from memory or another state move the mean that much, so 10 %
+        assert p["model_ns"] == pytest.approx(p["formula_ns"], rel=0.10), p
         assert 0.9 <= p["per_increment"] <= 1.5, p   # about one line transfer per increment
         # the guest's own round trip: two hand-offs of the line, as the machine would take, and at most
         # one spin-loop PAUSE more per side (a line can arrive while its waiter is in one: on a socket's
