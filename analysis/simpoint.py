@@ -268,7 +268,10 @@ def run_vectors(db_path: str, run_id: int, vectors: str) -> Path:
         raise SimpointError(f"--vectors: expected global or cpuN, got {vectors!r}")
     try:
         con = db.connect(db_path, readonly=True)
-        row = con.execute("SELECT log_path, timing_mode FROM runs WHERE id = ?", (run_id,)).fetchone()
+        try:
+            row = con.execute("SELECT log_path, timing_mode FROM runs WHERE id = ?", (run_id,)).fetchone()
+        finally:
+            con.close()
     except (db.SchemaError, OSError) as e:
         raise SimpointError(str(e)) from None
     if not row:
@@ -296,6 +299,7 @@ def store(db_path: str, run_id: int, vectors: str, max_k: int, seed: int, picks:
         insert(con, "simpoint_picks", [{"run_id": run_id, "vectors": vectors, "max_k": max_k, "k": picks.k,
                                         "seed": seed, "cluster": c, "interval": picks.points[c],
                                         "weight": picks.weights[c]} for c in range(picks.k) if picks.points[c] >= 0])
+    con.close()
 
 
 def main(argv: list[str]) -> int:

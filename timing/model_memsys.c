@@ -126,16 +126,14 @@ static inline void fill(model_t *m, int c, uint64_t line, int state, int l1_too)
  * the home reads its memory directory first, then forwards. */
 static inline void from_owner(model_t *m, txn_t *t) {
     int me = t->me, home = t->home, o = __builtin_ctzll(t->others), on = m->cpu[o].node;
-    if (!m->l3) {
-        t->lat = m->l2_ps + m->ctrl_ps + m->qdelay_ps[home] + m->l2_ps + leg(m, me, home, 0) + leg(m, home, on, 0) +
-                 leg(m, on, me, 1);
-        m->busy_ps[home] += m->mem_service_ps;  /* the directory lookup */
-    } else if (on == home) {
-        t->lat = m->sock_c2c_ps + leg(m, me, home, 0) + leg(m, on, me, 1);
+    /* the owner's part: its L2, or its socket's hand-off (which counts the requester's L2 miss too) */
+    uint64_t owner = m->l3 ? m->sock_c2c_ps - m->l2_ps : m->l2_ps;
+    if (m->l3 && on == home) {
+        t->lat = m->l2_ps + owner + leg(m, me, home, 0) + leg(m, on, me, 1);
     } else {
-        t->lat = m->l2_ps + m->ctrl_ps + m->qdelay_ps[home] + leg(m, me, home, 0) + leg(m, home, on, 0) +
-                 (m->sock_c2c_ps - m->l2_ps) + leg(m, on, me, 1);
-        m->busy_ps[home] += m->mem_service_ps;  /* the memory directory's read */
+        t->lat = m->l2_ps + m->ctrl_ps + m->qdelay_ps[home] + leg(m, me, home, 0) + leg(m, home, on, 0) + owner +
+                 leg(m, on, me, 1);
+        m->busy_ps[home] += m->mem_service_ps;  /* the (memory) directory's read */
     }
     cpu_t *op = &m->cpu[o];
     int ost = S_INV;

@@ -53,7 +53,7 @@ int model_tlb_parse(model_t *m, const char *key, const char *p, char *why, size_
     if (!strcmp(key, "tlb_l2_cycles")) {
         unsigned cyc;
         if (sscanf(p, "%u", &cyc) != 1) snprintf(why, n, "tlb_l2_cycles: expected a whole number");
-        else t->l2_ps = cyc;  /* in cycles until model_tlb_init */
+        else t->l2_cycles = cyc;
         return 1;
     }
     if (!strcmp(key, "psc")) {
@@ -85,7 +85,7 @@ int model_tlb_init(model_t *m, char *why, size_t n) {
         return 0;
     }
     if (!t->walkers) t->walkers = 1;
-    t->l2_ps *= m->cycle_ps;
+    t->l2_ps = (uint64_t)t->l2_cycles * m->cycle_ps;
     for (int c = 0; c < m->ncpus; c++) {
         cputlb_t *k = &m->cpu[c].tlb;
         for (int i = 0; i < t->narr; i++) {
@@ -134,9 +134,9 @@ static void tlb_touch(tlb_t *t, uint64_t vpn, int i) {
     f[0] = fr;
 }
 
-/* Looks va up in the arrays of one level; on a hit the entry becomes MRU and
- * *frame is va's 4 KiB frame. */
-static int level_lookup(model_t *m, cputlb_t *k, int level, uint64_t va, uint64_t *frame) {
+/* Looks va up in the arrays of one level; on a hit the entry becomes MRU,
+ * *frame is va's 4 KiB frame, *size and *entry the entry's page size and frame word. */
+static int level_lookup(model_t *m, cputlb_t *k, int level, uint64_t va, uint64_t *frame, int *size, uint64_t *entry) {
     for (int i = 0; i < m->tlb.narr; i++) {
         if (m->tlb.arr[i].level != level) continue;
         for (int s = 0; s < TLB_SIZES; s++) {
@@ -147,6 +147,8 @@ static int level_lookup(model_t *m, cputlb_t *k, int level, uint64_t va, uint64_
             tlb_touch(&k->t[i], vpn, j);
             uint64_t fr = k->t[i].frame[(size_t)(vpn & k->t[i].mask) * k->t[i].ways];
             *frame = (fr & ~TLB_GLOBAL) + ((va >> 12) & ((1ull << (tlb_shift(s) - 12)) - 1));
+            *size = s;
+            *entry = fr;
             return 1;
         }
     }
@@ -199,7 +201,8 @@ static uint64_t walk_load(model_t *m, int c, uint64_t pa, uint64_t t, uint32_t s
     }
     int j = c_find(&p->l2, line);
     if (j >= 0) {
-        refill_l1(p, line, j, (int)(c_set(&p->l2, line)[j] & 3), (int)(c_set(&p->l2, line)[j] & 3));
+        int st = (int)(c_set(&p->l2, line)[j] & 3);
+        refill_l1(p, line, j, st, st);
         p->c.l2_hits++;
         m->walk_l2++;
         return t + m->l2_ps;
@@ -270,32 +273,20 @@ uint64_t model_translate(model_t *m, int c, uint64_t va, int instr, uint64_t t, 
     if (frame) *frame = fr;
     if (!m->mmu.read) return t;  /* no walker (a test harness, a guest without one): nothing to price */
     va &= (1ull << 57) - 1;  /* canonical: the sign extension says nothing */
-    if (level_lookup(m, k, instr ? TLB_L1I : TLB_L1D, va, &fr)) {
+    int size = 0;
+    uint64_t leaf;
+    if (level_lookup(m, k, instr ? TLB_L1I : TLB_L1D, va, &fr, &size, &leaf)) {
         if (frame) *frame = fr;
         return t;
     }
     if (instr) p->c.itlb_misses++;
     else p->c.dtlb_misses++;
-    if (level_lookup(m, k, TLB_L2, va, &fr)) {
-        /* the L1 entry is refilled at the L2 entry's size, found again by the L2 lookup's MRU */
-        for (int i = 0; i < m->tlb.narr; i++) {
-            if (m->tlb.arr[i].level != TLB_L2) continue;
-            for (int s = 0; s < TLB_SIZES; s++) {
-                if (!(m->tlb.arr[i].sizes & (1 << s))) continue;
-                uint64_t vpn = va >> tlb_shift(s);
-                if (tlb_find(&k->t[i], vpn, s) == 0) {
-                    level_fill(m, k, instr ? TLB_L1I : TLB_L1D, va, s,
-                               k->t[i].frame[(size_t)(vpn & k->t[i].mask) * k->t[i].ways]);
-                    i = m->tlb.narr;
-                    break;
-                }
-            }
-        }
+    if (level_lookup(m, k, TLB_L2, va, &fr, &size, &leaf)) {
+        level_fill(m, k, instr ? TLB_L1I : TLB_L1D, va, size, leaf);  /* at the L2 entry's size */
         if (frame) *frame = fr;
         return t + m->tlb.l2_ps;
     }
-    int size = 0;
-    uint64_t leaf, done = walk(m, c, va, t + m->tlb.l2_ps, sym, kind, &size, &leaf);
+    uint64_t done = walk(m, c, va, t + m->tlb.l2_ps, sym, kind, &size, &leaf);
     if (leaf != NO_PAGE) {
         level_fill(m, k, TLB_L2, va, size, leaf);
         level_fill(m, k, instr ? TLB_L1I : TLB_L1D, va, size, leaf);

@@ -57,7 +57,8 @@ typedef struct {
     int narr;
     uint32_t psc_entries[PSC_LEVELS];
     uint32_t walkers;
-    uint64_t l2_ps;                 /* a second-level TLB hit's latency */
+    uint32_t l2_cycles;             /* a second-level TLB hit's latency, as configured */
+    uint64_t l2_ps;                 /* the same in ps (model_tlb_init) */
 } tlbmodel_t;
 
 typedef struct {

@@ -13,15 +13,24 @@
  *
  * A remote CPU's shootdown is an IPI whose handler runs one of these on
  * that CPU, so it empties that CPU's TLB when the handler runs.
+ *
+ * The page-table base and paging mode change only by MOV to CR0, CR3 or
+ * CR4 (EFER.LMA cannot change while paging is on), so each vCPU's are read
+ * once and kept until that vCPU executes one of those: a walk reads no
+ * register. (The callbacks run before the instruction: the next walk,
+ * after it, reads the new values.)
  */
 #include "plugin_mmu.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static struct qemu_plugin_register *r_cr0, *r_cr3, *r_cr4, *r_efer, *r_gpr[16];
 static int ready;
 static model_t *M;
+typedef struct { uint64_t cr3; unsigned flags; int valid; } rootcache_t;
+static rootcache_t *roots;              /* per vCPU */
 
 /* x86 register numbers 0..15, as ModRM and REX name them */
 static const char *const GPR[16] = {"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
@@ -29,12 +38,17 @@ static const char *const GPR[16] = {"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "r
 
 static int root(void *ctx, int cpu, uint64_t *cr3, unsigned *flags) {
     (void)ctx;
-    (void)cpu;  /* callbacks run on the vCPU they are for: the register API reads its registers */
-    uint64_t cr0 = read_reg(r_cr0), cr4 = read_reg(r_cr4), efer = read_reg(r_efer);
-    *cr3 = read_reg(r_cr3);
-    /* long-mode paging only (PG and EFER.LMA): firmware's legacy paging is not modeled */
-    *flags = (cr0 >> 31 & 1) && (efer >> 10 & 1) ? VM_MMU_PAGING : 0;
-    if (cr4 >> 12 & 1) *flags |= VM_MMU_LA57;
+    rootcache_t *r = &roots[cpu];
+    if (!r->valid) {  /* callbacks run on the vCPU they are for: the register API reads its registers */
+        uint64_t cr0 = read_reg(r_cr0), cr4 = read_reg(r_cr4), efer = read_reg(r_efer);
+        r->cr3 = read_reg(r_cr3);
+        /* long-mode paging only (PG and EFER.LMA): firmware's legacy paging is not modeled */
+        r->flags = (cr0 >> 31 & 1) && (efer >> 10 & 1) ? VM_MMU_PAGING : 0;
+        if (cr4 >> 12 & 1) r->flags |= VM_MMU_LA57;
+        r->valid = 1;
+    }
+    *cr3 = r->cr3;
+    *flags = r->flags;
     return 1;
 }
 
@@ -60,6 +74,7 @@ int mmu_setup(model_t *m, GArray *regs) {
         fprintf(stderr, "vmlab-timing: control registers not readable; translation is not priced\n");
         return 0;
     }
+    roots = calloc(vm_ncpus(m), sizeof *roots);
     vm_mmu_t mmu = {.root = root, .read = read_phys, .ctx = NULL};
     vm_set_mmu(m, &mmu);
     return 1;
@@ -73,6 +88,7 @@ typedef struct {
 
 static void on_flush(unsigned int vcpu, void *ud) {
     const flushop_t *f = ud;
+    if (f->what == VM_FLUSH_NONGLOBAL && f->base < 0) roots[vcpu].valid = 0;  /* MOV CR3 (below) */
     uint64_t va = 0;
     int what = f->what;
     if (what == VM_FLUSH_PAGE) {
@@ -82,9 +98,16 @@ static void on_flush(unsigned int vcpu, void *ud) {
     vm_tlb_flush(M, (int)vcpu, what, va);
 }
 
+/* MOV to CR0, before it executes: the next walk reads the paging mode again. */
+static void on_cr0(unsigned int vcpu, void *ud) {
+    (void)ud;
+    roots[vcpu].valid = 0;
+}
+
 /* MOV to CR4, before it executes: flushes only if it changes PGE or clears PCIDE. */
 static void on_cr4(unsigned int vcpu, void *ud) {
     const flushop_t *f = ud;
+    roots[vcpu].valid = 0;
     uint64_t old = read_reg(r_cr4), new = read_reg(r_gpr[f->base]);
     if (((old ^ new) & (1u << 7)) || ((old & ~new) & (1u << 17))) vm_tlb_flush(M, (int)vcpu, VM_FLUSH_ALL, 0);
 }
@@ -109,6 +132,10 @@ void mmu_instrument(struct qemu_plugin_insn *insn, const uint8_t *b, size_t n) {
     if (op == 0x22 && reg == 3) {  /* MOV CR3, r */
         f = g_new0(flushop_t, 1);
         f->what = VM_FLUSH_NONGLOBAL;
+        f->base = -1;
+    } else if (op == 0x22 && reg == 0) {  /* MOV CR0, r: paging may change */
+        f = g_new0(flushop_t, 1);
+        cb = on_cr0;
     } else if (op == 0x22 && reg == 4 && !(rex & 4)) {  /* MOV CR4, r */
         f = g_new0(flushop_t, 1);
         f->base = rm;

@@ -31,14 +31,7 @@
 #define HUGE (2ul << 20)
 #define MPOL_BIND_ 2 /* <numaif.h>'s MPOL_BIND, without libnuma */
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t xorshift(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
+static unsigned long long rng = 0x9e3779b97f4a7c15ull;  /* vl_rand's state */
 
 static volatile uint64_t sink;
 
@@ -49,6 +42,11 @@ static char *map_buf(size_t size, int huge)
 	if (p == MAP_FAILED)
 		return NULL;
 	char *a = (char *)(((uintptr_t)p + HUGE - 1) & ~(HUGE - 1));
+	/* the slack before and after the aligned part goes back at once */
+	if (a > p)
+		munmap(p, (size_t)(a - p));
+	if (p + size + HUGE > a + size)
+		munmap(a + size, (size_t)(p + size + HUGE - (a + size)));
 	if (madvise(a, size, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE))
 		perror("tlbprobe: madvise");
 	return a;
@@ -97,7 +95,7 @@ static void reach(int cpu, long mib, int huge, long loads)
 	for (size_t i = 0; i < pages; i++)
 		order[i] = (uint32_t)i;
 	for (size_t i = pages - 1; i > 0; i--) { /* Sattolo: one cycle */
-		size_t j = xorshift() % i;
+		size_t j = vl_rand(&rng) % i;
 		uint32_t t = order[i];
 		order[i] = order[j];
 		order[j] = t;
@@ -127,7 +125,7 @@ static void reach(int cpu, long mib, int huge, long loads)
 	snprintf(name, sizeof name, "tlb_%s_%ldmib_ns", huge ? "2m" : "4k", mib);
 	vl_metric(name, ms * 1e6 / (double)loads, "ns");
 	free(order);
-	munmap(buf, size); /* the slack before buf stays mapped: harmless for a probe */
+	munmap(buf, size);
 }
 
 static void set_policy(int mode, int node)
@@ -154,14 +152,15 @@ static void ptnode(int cpu, int data_node, int pt_node, int distance, long mib, 
 	set_policy(MPOL_BIND_, pt_node); /* the page tables the first touch allocates */
 	memset(buf, 1, size);
 	set_policy(0, -1); /* MPOL_DEFAULT again */
-	uint64_t *a = (uint64_t *)buf, x = 0x2545f4914f6cdd1dull;
+	uint64_t *a = (uint64_t *)buf, x;
+	unsigned long long st = 0x2545f4914f6cdd1dull;
 	for (long i = 0; i < updates / 4; i++) { /* warm-up */
-		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		x = vl_rand(&st);
 		a[x % words] ^= x;
 	}
 	double t0 = vl_now_ms(CLOCK_MONOTONIC);
 	for (long i = 0; i < updates; i++) {
-		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		x = vl_rand(&st);
 		a[x % words] ^= x;
 	}
 	double ms = vl_now_ms(CLOCK_MONOTONIC) - t0;
