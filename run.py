@@ -28,11 +28,11 @@ sys.path.insert(0, str(REPO))
 from bootstrap import bootstrap  # noqa: E402  (standard library only)
 
 COMMANDS = ("run", "list", "show", "query", "compare", "build", "test", "bench", "study", "seeds", "report",
-            "browse", "snapshots", "simpoint")
+            "browse", "snapshots", "simpoint", "sample-check")
 # The verbs whose own module parses and runs them: its parser() and main(argv).
 MODULES = {"bench": "pipeline.bench", "study": "pipeline.studycli", "seeds": "pipeline.seedscli",
            "report": "analysis.report", "browse": "analysis.browse", "query": "analysis.query",
-           "simpoint": "analysis.simpoint"}
+           "simpoint": "analysis.simpoint", "sample-check": "pipeline.samplecheck"}
 
 
 def run_parser() -> argparse.ArgumentParser:
@@ -54,6 +54,7 @@ def run_parser() -> argparse.ArgumentParser:
                "  ./run.py report --study N     an HTML report of plots and tables (report/<db>-study-N/index.html)\n"
                "  ./run.py browse               Datasette on the results database, read-only\n"
                "  ./run.py simpoint FILE.bb     simulation points and weights from basic-block vectors (SimPoint 3.2's algorithm)\n"
+               "  ./run.py sample-check [opts]  a --timing sampled run and the full detailed run of the same inputs: each estimate's error\n"
                "each takes --help.")
     add_run_options(p)
     return p
@@ -90,10 +91,18 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                         "'host' leaves them host-timed")
     p.add_argument("--no-stalls", action="store_true",
                    help="--timing detailed: price accesses but do not charge the stalls to the guest's clocks")
-    p.add_argument("--timing", default="off", choices=["off", "fast", "detailed"],
+    p.add_argument("--timing", default="off", choices=["off", "fast", "detailed", "sampled"],
                    help="memory-system timing model (a QEMU plugin, timing/): off = plain QEMU (default); "
                         "fast = instruction counts and basic-block vectors; detailed = every data access priced "
-                        "on the topology (caches, directory, hops, queueing; needs --qemu-mode icount)")
+                        "on the topology (caches, directory, hops, queueing; needs --qemu-mode icount); "
+                        "sampled = a fast profile, then only its SimPoint regions detailed, from checkpoints, "
+                        "and the whole run's modeled figures estimated from them")
+    p.add_argument("--sample-max-k", type=int, default=10, metavar="K",
+                   help="--timing sampled: at most K simulation points (SimPoint's maxK; default 10)")
+    p.add_argument("--sample-warmup", type=int, default=1, metavar="SLICES",
+                   help="--timing sampled: slices run detailed before each point to warm the model (default 1)")
+    p.add_argument("--sample-workers", type=int, default=2, metavar="N",
+                   help="--timing sampled: regions run at once (default 2)")
     p.add_argument("--slice-insns", type=int, default=100_000_000, metavar="N",
                    help="--timing fast|detailed: instructions per basic-block-vector interval, per vCPU and "
                         "machine-wide (default 100,000,000; SimPoint's classic is 10,000,000)")
@@ -189,7 +198,8 @@ def spec_from_args(args, kernel: str):
                    timing=args.timing, no_stalls=args.no_stalls, no_hmat=args.no_hmat, timeout=args.timeout,
                    boot_timeout=args.boot_timeout, kernel_append=args.kernel_append,
                    seed=args.seed, boot=args.boot, warmup_insns=args.warmup_insns,
-                   slice_insns=args.slice_insns).with_params(params)
+                   slice_insns=args.slice_insns, sample_max_k=args.sample_max_k, sample_warmup=args.sample_warmup,
+                   sample_workers=args.sample_workers).with_params(params)
 
 
 def prepare_all(args):

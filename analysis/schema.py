@@ -369,5 +369,32 @@ MIGRATIONS = [
         PRIMARY KEY (run_id, vectors, max_k, seed, cluster)
     );
     """,
+    # 14: a sampled run's regions and its estimates (pipeline/sampled.py, analysis/sampling.py)
+    """
+    CREATE TABLE sample_regions (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        cluster INTEGER NOT NULL,
+        point INTEGER NOT NULL,
+        weight REAL NOT NULL,
+        boundary INTEGER NOT NULL,
+        warmup_slices INTEGER NOT NULL,
+        late_insns INTEGER,
+        detailed_insns INTEGER NOT NULL,
+        elapsed_ps REAL NOT NULL,
+        cpu_time_ps REAL NOT NULL,
+        checkpoint_bytes INTEGER,
+        wall_s REAL NOT NULL,
+        PRIMARY KEY (run_id, cluster)
+    );
+    CREATE TABLE sample_estimates (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        figure TEXT NOT NULL,
+        estimated REAL NOT NULL,
+        actual REAL,
+        error_pct REAL,
+        check_run_id INTEGER REFERENCES runs(id),
+        PRIMARY KEY (run_id, figure)
+    );
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

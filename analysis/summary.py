@@ -45,6 +45,11 @@ def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "", data_dev:
     if timing == "off":
         out.append("no memory-system model: guest time counts instructions only (1 per cycle), no cache, "
                    "remote-memory or lock latency")
+    elif timing == "sampled":
+        out.append("timing model sampled: the guest ran under the fast profile (its own figures are those of a "
+                   "run without stalls); the modeled figures are estimates from SimPoint regions run detailed "
+                   "from checkpoints, each a warm-up then one slice (sample_regions, sample_estimates), so they "
+                   "carry the clustering's and the warm-up's error; per-phase figures are not estimated")
     else:
         stalls = "its stalls are charged to the vCPU clocks, so the guest feels them" if (
             timing == "detailed" and qemu_mode == "icount" and stalls_on) else \

@@ -28,6 +28,7 @@ import topologies
 from build import wrapper
 from images import kernel
 from pipeline import engines
+from pipeline import sampled
 from pipeline.spec import InputError, RunSpec, run_key
 import timing
 from topologies import disks
@@ -78,10 +79,12 @@ def prepare(spec: RunSpec) -> Prepared:
             disk_model = disks.get(disk_name, where="--disk" if spec.disk else f"{topo.path}: field 'disk.model'")
         elif spec.disk and spec.disk != "host":
             disks.get(spec.disk)  # a misspelt name is still an error
-        if spec.timing not in ("off", "fast", "detailed"):
-            raise timing.TimingError(f"--timing: expected off, fast or detailed, got {spec.timing!r}")
+        if spec.timing not in ("off", "fast", "detailed", "sampled"):
+            raise timing.TimingError(f"--timing: expected off, fast, detailed or sampled, got {spec.timing!r}")
         if spec.timing != "off":
-            timing.check(topo, spec.timing, spec.qemu_mode)
+            timing.check(topo, plugin_mode(spec), spec.qemu_mode)
+        if spec.timing == "sampled":
+            sampled.check(spec)
         if spec.warmup_insns and (spec.timing != "detailed" or not 0 < spec.warmup_insns < 10**13):
             raise timing.TimingError(f"--warmup-insns: expected a positive instruction count below 1e13 with "
                                      f"--timing detailed (it warms the model's caches), got {spec.warmup_insns} "
@@ -102,6 +105,9 @@ def prepare(spec: RunSpec) -> Prepared:
         spec = RunSpec(**{**spec.__dict__, "quantum_ns": quantum})
     why = engine.boots_only_why(spec, topo, *disk_mib(plan, topo))
     start = "booted" if why else "restored"
+    if why and spec.timing == "sampled":
+        raise InputError(f"--timing sampled: its regions start from snapshots, and this run cannot restore the "
+                         f"machine's ({why})")
     key = run_key(spec, topo.sha256, plan.all_values, disk_model.label() if disk_model else spec.disk, start)
     return Prepared(spec, topo, exp, plan, variant, engine, disk_model, key, start, why)
 
@@ -120,6 +126,12 @@ def guest_disks(plan, topo, restored: bool) -> tuple[str, str]:
     on_disk = swap_mib > 0 and plan.params["swap"] == "disk"
     swap_dev = "/dev/vda" if on_disk else (f"zram:{swap_mib}" if swap_mib else "")
     return swap_dev, ("/dev/vdb" if on_disk or restored else "/dev/vda") if data_mib > 0 else ""
+
+
+def plugin_mode(spec: RunSpec) -> str:
+    """The timing plugin's mode for the run itself: a sampled run's guest
+    runs under the fast profile (its regions run detailed afterwards)."""
+    return "fast" if spec.timing == "sampled" else spec.timing
 
 
 def stalls_charged(spec: RunSpec) -> bool:
@@ -264,7 +276,7 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
     if spec.timing != "off":
         timing_out = rdir / "timing.json"
         conf_path = rdir / "timing.conf"
-        conf_path.write_text(timing.config_text(topo, spec.timing, timing_out, symbols=built.kernel_dir / "System.map",
+        conf_path.write_text(timing.config_text(topo, plugin_mode(spec), timing_out, symbols=built.kernel_dir / "System.map",
                                                 bbv_dir=rdir,
                                                 qemu_mode=spec.qemu_mode, stalls=not spec.no_stalls,
                                                 price_from_marker=not restored and topo.guest_isa == "x86_64",
@@ -359,6 +371,8 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
         elif timing_out is not None:
             print(f"warning: the timing plugin wrote no results ({timing_out}); see {qlog}", file=sys.stderr)
         db.finish_run(con, run_id, fields, parsed, topo, extra=lambda c: [f(c) for f in extras])
+    if spec.timing == "sampled" and status == "ok":
+        status = sampled.finish(SampledContext(prep, built, sdir, job, run_to), con, run_id, rdir)
     if status == "failed" and plugin is not None and outcome and outcome.boot_wall_s is None and qlog.exists():
         bad = [ln for ln in qlog.read_text(errors="replace").splitlines() if "plugin" in ln.lower()]
         if bad:  # QEMU refused the plugin: say why and what fixes it
@@ -368,6 +382,34 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
     for err in parsed.errors[:5]:
         print(f"warning: {console}: {err}", file=sys.stderr)
     return run_id, status
+
+
+class SampledContext:
+    """What a sampled run's regions need of the run (pipeline/sampled.py):
+    its timing configuration in a mode, its restore command with other
+    state and disks, fresh disks like its own, its limits."""
+
+    def __init__(self, prep: Prepared, built, sdir: Path, job: bytes, timeout_s: float):
+        self.prep, self.built, self.sdir, self.job, self.spec = prep, built, sdir, job, prep.spec
+        self.timeout_s = timeout_s
+
+    def conf(self, mode: str, d: Path) -> str:
+        spec = self.spec
+        return timing.config_text(self.prep.topo, mode, d / "timing.json",
+                                  symbols=self.built.kernel_dir / "System.map", bbv_dir=d, qemu_mode=spec.qemu_mode,
+                                  stalls=not spec.no_stalls, interval=spec.slice_insns)
+
+    def cmd(self, state_dir: Path, images, conf_text: str, conf_path: Path) -> list[str]:
+        conf_path.write_text(conf_text)
+        p = self.prep
+        return p.engine.restore_invocation(self.spec, p.topo, self.built, cache_dir(), state_dir, images,
+                                           (self.built.plugin, conf_path), p.disk_model, False).cmd
+
+    def disks(self, d: Path) -> tuple[Path, Path, Path]:
+        fixed = self.prep.engine.snapshot_disks(self.prep.topo)
+        job = d / "job.img"
+        self.prep.engine.job_image(job, self.job)
+        return engines.sparse(d / "swap.img", fixed.swap_mib), engines.sparse(d / "data.img", fixed.data_mib), job
 
 
 def vmlab_version() -> str:

@@ -7,7 +7,7 @@ content (not its name), the experiment and every resolved parameter, the
 kernel (patch set, flavor), how guest time is kept (engine, mode, quantum,
 disk model, timing mode, stalls, HMAT, kernel command line), the seed,
 the repeat index, whether it was restored from a snapshot, and the model's
-warm-up. Limits
+warm-up (a sampled run's maxK and warm-up slices too). Limits
 (timeouts) and code versions are not in it: a study skips a key already
 `ok` in its database; re-running after changing vmlab's own code is asked
 for with --rerun.
@@ -48,6 +48,9 @@ class RunSpec:
     boot: bool = False                          # boot through, not restore the machine's snapshot
     warmup_insns: int = 0                       # detailed: instructions that warm the model before it counts
     slice_insns: int = 100_000_000              # basic-block vectors: instructions per interval
+    sample_max_k: int = 10                      # --timing sampled: SimPoint's maxK
+    sample_warmup: int = 1                      # --timing sampled: slices of detailed warm-up before each point
+    sample_workers: int = 2                     # --timing sampled: regions run at once (a local pool)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -103,6 +106,8 @@ def run_key(spec: RunSpec, topology_sha256: str, resolved_params: dict, disk_lab
         what["warmup_insns"] = spec.warmup_insns
     if spec.slice_insns != 100_000_000:  # likewise the default interval
         what["slice_insns"] = spec.slice_insns
+    if spec.timing == "sampled":  # what decides a sampled run's estimates (not its workers)
+        what["sample"] = {"max_k": spec.sample_max_k, "warmup": spec.sample_warmup}
     return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
 
 

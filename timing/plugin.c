@@ -71,6 +71,16 @@ static int pricing = 1;
  * the run's model figures leave out the cold start of caches, directory and
  * streams. The experiment's marker (VMLAB_OP_PRICE) ends it at the latest. */
 static uint64_t warmup_total, warmup_left;
+/* plugin.stop_slices b,... (regions, analysis/sampling.py): the machine stops
+ * at those machine-wide slice boundaries (plugin_bbv.c), for the host to
+ * save it (a profile's checkpoints) or to end a region's run.
+ * plugin.region_warmup_slices m: a region run's first m slices warm the
+ * model (priced, the guest feels them) and what it counted over them is
+ * dropped at boundary m, so the results are those of the measured slices. */
+#define MAX_STOPS 4096
+static uint64_t stop_at[MAX_STOPS];
+static int nstop_at;
+static uint64_t region_warmup_slices, region_insns;
 static qemu_plugin_id_t plugin_id;
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
 static void at_exit(qemu_plugin_id_t id, void *ud);
@@ -121,7 +131,12 @@ static void tb_exec(unsigned int vcpu, void *ud) {
         warmup_left = warmup_left > t->n ? warmup_left - t->n : 0;
         if (!warmup_left) vm_warmup_done(M, warmup_total);
     }
+    region_insns += t->n;
     if (t->bb) bbv_exec(vcpu, t->bb, t->n, t->pc, (int)t->spin);
+}
+
+static void at_boundary(uint64_t b) {
+    if (region_warmup_slices && b == region_warmup_slices) vm_warmup_done(M, region_insns);
 }
 
 static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *ud) {
@@ -292,6 +307,10 @@ static int read_plugin_keys(const char *path) {
             else if (!strcmp(key, "plugin.stalls")) stalls = !strcmp(val, "on");
             else if (!strcmp(key, "plugin.price_from_marker")) pricing = strcmp(val, "on") != 0;
             else if (!strcmp(key, "plugin.warmup_insns")) warmup_total = warmup_left = strtoull(val, NULL, 10);
+            else if (!strcmp(key, "plugin.region_warmup_slices")) region_warmup_slices = strtoull(val, NULL, 10);
+            else if (!strcmp(key, "plugin.stop_slices"))
+                for (char *tok = strtok(val, ","); tok && nstop_at < MAX_STOPS; tok = strtok(NULL, ","))
+                    stop_at[nstop_at++] = strtoull(tok, NULL, 10);
         }
     fclose(f);
     return 0;
@@ -337,6 +356,13 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     line_mask = (uint64_t)vm_line_bytes(M) - 1;
     bbv_init(bbv_dir, interval, vm_ncpus(M), global_bbv);
     if (detailed) bbv_set_clock(model_clock);
+    if (nstop_at || region_warmup_slices) {
+        if (!global_bbv) {
+            fprintf(stderr, "vmlab-timing: plugin.stop_slices needs plugin.global_bbv on\n");
+            return -1;
+        }
+        bbv_set_stops(stop_at, nstop_at, at_boundary);
+    }
     plugin_id = id;
     if (!is_x86) pricing = 1;  /* the marker is x86's */
     qemu_plugin_register_vcpu_init_cb(id, vcpu_init);

@@ -20,6 +20,10 @@
  *               LoopPoint's (pc, count) region bounds; and the spin and dropped
  *               instructions; in a detailed run, every vCPU's modeled clock
  *               at its end too (what the slice cost, for an estimate's error).
+ * bbv.stops    (regions) per stop the plugin asked for at a slice boundary:
+ *               the boundary, the slice instructions it came late by (a
+ *               modelled disk request kept the machine from stopping), each
+ *               vCPU's instruction count; the host saves the machine there.
  * A slice's line stays under SimPoint 3.2's 1 MiB line limit: if its blocks
  * would not fit, the ones with the fewest instructions are dropped (counted
  * in the slices file).
@@ -27,6 +31,7 @@
 #include "plugin_bbv.h"
 
 #include <glib.h>
+#include <qemu-plugin.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +64,10 @@ static uint64_t **execs;                /* per vCPU: executions of each block so
 static uint32_t *execs_cap;
 static uint64_t (*clock_of)(int cpu);
 static uint64_t *start_clock;           /* detailed: each vCPU's clock when the first block ran */
+static uint64_t *stops;                 /* slice boundaries where the machine stops (ascending) */
+static int nstops, next_stop, stop_pending;
+static void (*at_boundary)(uint64_t b);
+static FILE *stopf;
 
 void bbv_set_clock(uint64_t (*clock)(int cpu)) { clock_of = clock; }
 
@@ -150,6 +159,39 @@ static void global_flush(unsigned vcpu, uint64_t pc, uint64_t count) {
     }
     gslice++;
     gspin = 0;
+    if (at_boundary) at_boundary(gslice);
+    if (next_stop < nstops && gslice == stops[next_stop]) stop_pending = 1;
+}
+
+void bbv_set_stops(const uint64_t *at, int n, void (*boundary)(uint64_t b)) {
+    stops = calloc(n ? n : 1, sizeof(uint64_t));
+    memcpy(stops, at, n * sizeof(uint64_t));
+    nstops = n;
+    at_boundary = boundary;
+}
+
+/* The current block is the last before the stop: it was counted in the slice
+ * that just ended (or, late, in the one now open: g.insns says how far in). */
+static void try_stop(void) {
+    if (!qemu_plugin_machine_stop()) return;  /* a modelled disk request is outstanding: next block */
+    if (!stopf) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/bbv.stops", dir);
+        stopf = fopen(path, "w");
+        if (stopf) {
+            fprintf(stopf, "# boundary late_insns");
+            for (int c = 0; c < ncpus; c++) fprintf(stopf, " insns_cpu%d", c);
+            fputc('\n', stopf);
+        }
+    }
+    if (stopf) {
+        fprintf(stopf, "%" PRIu64 " %" PRIu64, stops[next_stop], g.insns);
+        for (int c = 0; c < ncpus; c++) fprintf(stopf, " %" PRIu64, cpu_insns[c]);
+        fputc('\n', stopf);
+        fflush(stopf);  /* the host reads it while the machine is stopped */
+    }
+    stop_pending = 0;
+    next_stop++;
 }
 
 void bbv_init(const char *d, uint64_t iv, int n, int glob) {
@@ -202,10 +244,12 @@ void bbv_exec(unsigned vcpu, uint32_t bb, uint32_t n, uint64_t pc, int spin) {
     uint64_t count = ++execs[vcpu][bb];
     if (spin) {
         gspin += n;
+        if (stop_pending) try_stop();
         return;
     }
     add(&g, (bb - 1) * (uint32_t)ncpus + vcpu + 1, n);
     if (g.insns >= interval) global_flush(vcpu, pc, count);
+    if (stop_pending) try_stop();
 }
 
 void bbv_close(void) {
@@ -222,5 +266,6 @@ void bbv_close(void) {
         if (g.ntouched) global_flush((unsigned)ncpus, 0, 0);  /* the run's end: no block crossed it */
         if (g.f) fclose(g.f);
         if (gslices) fclose(gslices);
+        if (stopf) fclose(stopf);
     }
 }

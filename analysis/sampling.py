@@ -1,0 +1,108 @@
+"""SimPoint sampling's estimates: a whole run's modeled figures from its
+regions (pipeline/sampled.py runs them), and their error against a full
+detailed run of the same inputs (`./run.py sample-check`).
+
+A region is one simulation point: a checkpoint a warm-up before the point's
+slice, restored under the detailed model; what the model counted over the
+warm-up is dropped at the slice's start (plugin.region_warmup_slices), so
+its figures are the measured slice's. A figure of the whole run is then
+
+    estimate = n x sum_i w_i x_i
+
+with w_i the point's cluster's share of the slices, x_i the figure over
+the point's slice and n the run's length in slices (its non-spin
+instructions / the slice length: the last slice is partial). Ratios (the
+remote share, a symbol's share of the stall) are taken from the estimated
+sums, never averaged.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# per-CPU counters of the model's results (timing/model_report.c) that add up over slices
+ADDITIVE = ("insns", "stall_ps", "loads", "stores", "atomics", "l1_hits", "l2_hits", "l3_hits", "misses", "remote",
+            "c2c", "lock_xfers", "lock_ps", "mem_ps", "dtlb_misses", "itlb_misses", "walks", "walk_ps",
+            "l1i_misses", "fetch_stall_ps")
+TOP_SYMBOLS = 8
+
+
+@dataclass
+class Region:
+    cluster: int
+    point: int                  # the simulation point's slice in the profile
+    weight: float               # its cluster's share of the profile's slices
+    boundary: int               # the checkpoint's slice boundary (point - warm-up)
+    figures: dict[str, float] = field(default_factory=dict)
+
+
+def slice_cost(rows: list[dict], index: int) -> tuple[int, int]:
+    """A slice's modeled time from a detailed run's slices (analysis.simpoint.read_slices
+    rows): the latest vCPU clock's advance, and all vCPUs' time summed."""
+    prev = rows[index - 1]["cpu_time_ps"] if index else rows[0]["start_ps"]
+    now = rows[index]["cpu_time_ps"]
+    if not prev or not now:
+        raise ValueError("the slices carry no modeled clocks (a detailed run's are needed)")
+    return max(now) - max(prev), sum(now) - sum(prev)
+
+
+def figures(result: dict, elapsed_ps: float, cpu_time_ps: float) -> dict[str, float]:
+    """The additive figures of one timing result (a region's measured slice,
+    or a whole run): time, per-vCPU stall, counters summed over the CPUs,
+    and each symbol's stall."""
+    out = {"elapsed_ps": float(elapsed_ps), "cpu_time_ps": float(cpu_time_ps)}
+    for c in result.get("cpus", []):
+        out[f"cpu{c['cpu']}.stall_ps"] = float(c.get("stall_ps", 0))
+        for k in ADDITIVE:
+            if k in c:
+                out[f"total.{k}"] = out.get(f"total.{k}", 0.0) + float(c[k])
+    for s in result.get("symbols", []):
+        if s.get("stall_ps"):
+            out[f"symbol.{s['symbol']}.stall_ps"] = float(s["stall_ps"])
+    return out
+
+
+def estimate(regions: list[Region], n_slices: float) -> dict[str, float]:
+    """n x sum w_i x_i for every figure any region has (0 where a region has none)."""
+    names = sorted({k for r in regions for k in r.figures})
+    est = {k: n_slices * sum(r.weight * r.figures.get(k, 0.0) for r in regions) for k in names}
+    return derived(est)
+
+
+def derived(f: dict[str, float]) -> dict[str, float]:
+    """Ratios from sums: the remote share of misses, and the largest symbols' share of the stall."""
+    out = dict(f)
+    if f.get("total.misses"):
+        out["remote_share"] = f.get("total.remote", 0.0) / f["total.misses"]
+    syms = sorted(((v, k) for k, v in f.items() if k.startswith("symbol.")), reverse=True)
+    stall = sum(v for v, _ in syms)
+    for v, k in syms[:TOP_SYMBOLS] if stall else []:
+        out[k.replace(".stall_ps", ".stall_share")] = v / stall
+    return out
+
+
+def whole_run(result: dict, rows: list[dict]) -> dict[str, float]:
+    """A full detailed run's figures, on the same definitions as a region's
+    (its time summed over all its slices)."""
+    el = ct = 0
+    for i in range(len(rows)):
+        e, c = slice_cost(rows, i)
+        el += e
+        ct += c
+    return derived(figures(result, el, ct))
+
+
+def errors(est: dict[str, float], actual: dict[str, float]) -> list[tuple[str, float, float | None, float | None]]:
+    """(figure, estimated, actual, error %) for every estimated figure; the
+    actual is None where the full run has no such figure, the error None
+    where the actual is 0."""
+    out = []
+    for k in sorted(est):
+        a = actual.get(k)
+        err = 100.0 * (est[k] - a) / a if a else None
+        out.append((k, est[k], a, err))
+    return out
+
+
+def length_in_slices(rows: list[dict], slice_insns: int) -> float:
+    """The profile's length in slices: its non-spin instructions over the slice length."""
+    return sum(r["insns"] for r in rows) / slice_insns

@@ -1,0 +1,165 @@
+"""Engine stage: checkpoints inside a run, and region runs from them
+(SimPoint sampling; pipeline/sampled.py drives it, analysis/sampling.py
+estimates from it).
+
+- **Checkpoints**: a repeat of a profiled run (restored, fast, the same job:
+  runs repeat exactly) whose timing plugin stops the machine at given
+  machine-wide slice boundaries (`plugin.stop_slices`, series patch 0013).
+  At each stop the host saves the machine with `migrate file:` and copies
+  its disks (sparse), then continues it; after the last it quits, so the
+  pass costs only up to the last checkpoint. The plugin asks again at
+  every block while a modelled disk request is outstanding (those are not
+  in QEMU's migrated state); how late that made a checkpoint is kept.
+- **A region run** restores one checkpoint, with copies of its disks, under
+  the detailed model: its warm-up slices, then the measured slice, at whose
+  end the plugin stops the machine and the host quits it; the plugin's
+  results and slices are the region's figures.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from engine import qemu
+from engine.snapshot import STATE, Qmp, SnapshotError
+
+DISKS = ("swap.img", "data.img", "job.img")
+QMP_ARGS = ["-global", "migration.store-global-state=off"]  # a restore starts the machine itself
+
+
+class RegionError(RuntimeError):
+    pass
+
+
+def copy_disks(src: Path, dst: Path) -> None:
+    """The machine's disks as they are now, sparse (only what the guest wrote takes space)."""
+    dst.mkdir(parents=True, exist_ok=True)
+    for name in DISKS:
+        if (src / name).exists():
+            subprocess.run(["cp", "--sparse=always", str(src / name), str(dst / name)], check=True)
+
+
+def _stops(path: Path) -> list[dict]:
+    """bbv.stops (timing/plugin_bbv.c): per stop the boundary, how late, each vCPU's instructions."""
+    if not path.exists():
+        return []
+    out = []
+    for ln in path.read_text().splitlines():
+        if ln.startswith("#") or not ln.strip():
+            continue
+        f = [int(x) for x in ln.split()]
+        out.append({"boundary": f[0], "late_insns": f[1], "cpu_insns": f[2:]})
+    return out
+
+
+class _Machine:
+    """QEMU with a QMP socket and its console in a file, stopped and reaped on any exit."""
+
+    def __init__(self, cmd: list[str], work: Path):
+        self.tmp = Path(tempfile.mkdtemp(prefix="vmlab-qmp-"))
+        sock = self.tmp / "qmp"  # unix socket paths are short
+        self.log = open(work / "qemu.log", "wb")
+        self.proc = subprocess.Popen(cmd + QMP_ARGS + ["-qmp", f"unix:{sock},server=on,wait=off",
+                                                      "-serial", f"file:{work / 'console.log'}"],
+                                     stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        while not sock.exists():
+            if self.proc.poll() is not None:
+                raise RegionError(f"QEMU exited ({self.proc.returncode}) at its start; see {work / 'qemu.log'}")
+            time.sleep(0.05)
+        self.qmp = Qmp(sock)
+
+    def wait_paused(self, deadline: float, what: str, work: Path) -> None:
+        while True:
+            status = self.qmp.cmd("query-status")["status"]
+            if status == "paused":
+                return
+            if self.proc.poll() is not None or status not in ("running", "prelaunch", "inmigrate"):
+                raise RegionError(f"the machine stopped ({status}) before {what}; see {work / 'console.log'}")
+            if time.monotonic() > deadline:
+                raise RegionError(f"timeout: {what} not reached; see {work / 'console.log'}")
+            time.sleep(0.1)
+
+    def save(self, path: Path) -> None:
+        self.qmp.cmd("migrate", uri=f"file:{path}")
+        while True:
+            m = self.qmp.cmd("query-migrate")
+            if m.get("status") == "completed":
+                return
+            if m.get("status") in ("failed", "cancelled"):
+                raise RegionError(f"saving the checkpoint failed: {m.get('error-desc', m.get('status'))}")
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        try:
+            if self.proc.poll() is None:
+                try:
+                    self.qmp.cmd("quit")
+                except (SnapshotError, OSError):
+                    pass
+                self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            try:
+                self.qmp.close()
+            except AttributeError:
+                pass
+            self.log.close()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def checkpoints(cmd: list[str], work: Path, boundaries: list[int], timeout_s: float) -> dict[int, Path]:
+    """Run cmd (a restored machine whose plugin stops at `boundaries`, with
+    its disks and bbv directory in `work`) and save a checkpoint at each
+    stop: work/ckpt-B/{state.mig, disks, meta.json}. Returns B -> directory."""
+    out: dict[int, Path] = {}
+    deadline = time.monotonic() + timeout_s
+    m = _Machine(cmd, work)
+    try:
+        for b in boundaries:
+            t0 = time.monotonic()
+            m.wait_paused(deadline, f"the checkpoint at slice {b}", work)
+            stops = _stops(work / "bbv.stops")
+            if len(stops) != len(out) + 1 or stops[-1]["boundary"] != b:
+                raise RegionError(f"the machine stopped, but the plugin logged stop {len(stops)} "
+                                  f"(expected the one at slice {b}); see {work / 'qemu.log'}")
+            ck = work / f"ckpt-{b}"
+            ck.mkdir()
+            reached = time.monotonic() - t0
+            m.save(ck / STATE)
+            copy_disks(work, ck)
+            size = (ck / STATE).stat().st_size
+            (ck / "meta.json").write_text(json.dumps({**stops[-1], "size": size, "reach_wall_s": round(reached, 2),
+                                                      "save_wall_s": round(time.monotonic() - t0 - reached, 2)},
+                                                     indent=1) + "\n")
+            out[b] = ck
+            if b != boundaries[-1]:
+                m.qmp.cmd("cont")
+    finally:
+        m.close()
+    return out
+
+
+def region(cmd: list[str], work: Path, timeout_s: float) -> float:
+    """Run cmd (a checkpoint restored under the detailed model, its plugin
+    stopping after the measured slice) until that stop, then quit it so the
+    plugin writes its results. Returns the wall seconds."""
+    t0 = time.monotonic()
+    m = _Machine(cmd, work)
+    try:
+        m.wait_paused(t0 + timeout_s, "the region's end", work)
+    finally:
+        m.close()
+    return time.monotonic() - t0
+
+
+def vcpu_clocks(work: Path):
+    return qemu.vcpu_clocks(work / "qemu.log")

@@ -1,0 +1,105 @@
+"""SimPoint sampling's estimator (analysis/sampling.py) on synthetic regions,
+the sampled run's option checks and the regions' projection onto workers
+(pipeline/sampled.py)."""
+import pytest
+
+from analysis import sampling
+from pipeline import sampled
+from pipeline.spec import InputError, RunSpec, run_key
+
+
+def rows_of(times_by_slice, cpus=2, insns=1000):
+    """Slices rows as analysis.simpoint.read_slices gives them: per slice every
+    vCPU's clock at its end (each vCPU's clock advancing by its time)."""
+    clock = [1_000_000] * cpus
+    start = list(clock)
+    out = []
+    for t in times_by_slice:
+        clock = [c + x for c, x in zip(clock, t)]
+        out.append({"insns": insns, "spin_insns": 0, "cpu_time_ps": list(clock), "start_ps": start})
+    return out
+
+
+def result(stall, misses, remote, symbols=()):
+    return {"cpus": [{"cpu": 0, "insns": 1000, "stall_ps": stall, "misses": misses, "remote": remote},
+                     {"cpu": 1, "insns": 0, "stall_ps": 0, "misses": 0, "remote": 0}],
+            "symbols": [{"symbol": s, "stall_ps": v} for s, v in symbols]}
+
+
+def test_a_slice_costs_the_latest_clock_s_advance_and_the_sum_of_all():
+    rows = rows_of([(10, 4), (3, 7)])
+    assert sampling.slice_cost(rows, 0) == (10, 14)
+    # the latest clock went from 1e6+10 to 1e6+13 (vCPU 0), though vCPU 1 moved 7
+    assert sampling.slice_cost(rows, 1) == (3, 10)
+
+
+def test_two_planted_phases_are_estimated_exactly_from_one_slice_each():
+    # 6 slices of phase A (cost 100, 5 misses) and 4 of phase B (cost 300, 20 misses, all remote)
+    phases = ["A"] * 6 + ["B"] * 4
+    cost = {"A": (100, 0), "B": (300, 0)}
+    rows = rows_of([cost[p] for p in phases])
+    res = {"A": result(60, 5, 0, [("memset", 60)]), "B": result(250, 20, 20, [("copy_page", 250)])}
+    regs = [sampling.Region(0, 2, 0.6, 1, sampling.figures(res["A"], 100, 100)),
+            sampling.Region(1, 8, 0.4, 7, sampling.figures(res["B"], 300, 300))]
+    est = sampling.estimate(regs, sampling.length_in_slices(rows, 1000))
+    full = {"cpus": [{"cpu": 0, "insns": 10000, "stall_ps": 6 * 60 + 4 * 250, "misses": 6 * 5 + 4 * 20,
+                      "remote": 80}, {"cpu": 1, "insns": 0, "stall_ps": 0, "misses": 0, "remote": 0}],
+            "symbols": [{"symbol": "memset", "stall_ps": 360}, {"symbol": "copy_page", "stall_ps": 1000}]}
+    actual = sampling.whole_run(full, rows)
+    assert actual["elapsed_ps"] == 6 * 100 + 4 * 300
+    errs = {f: err for f, _e, _a, err in sampling.errors(est, actual)}
+    for f in ("elapsed_ps", "cpu_time_ps", "total.stall_ps", "total.misses", "total.remote", "remote_share",
+              "cpu0.stall_ps", "symbol.memset.stall_share", "symbol.copy_page.stall_share"):
+        assert errs[f] == pytest.approx(0, abs=1e-9), f
+    assert est["remote_share"] == pytest.approx(80 / 110)
+
+
+def test_a_wrong_weight_shows_as_error_and_a_ratio_is_taken_from_the_sums():
+    rows = rows_of([(100, 0)] * 5 + [(300, 0)] * 5)
+    regs = [sampling.Region(0, 0, 0.8, 0, sampling.figures(result(10, 10, 0), 100, 100)),
+            sampling.Region(1, 9, 0.2, 8, sampling.figures(result(10, 10, 10), 300, 300))]
+    est = sampling.estimate(regs, sampling.length_in_slices(rows, 1000))
+    assert est["elapsed_ps"] == pytest.approx(10 * (0.8 * 100 + 0.2 * 300))   # 1400 against 2000
+    actual = sampling.whole_run(result(0, 0, 0), rows)
+    err = dict((f, e) for f, _x, _a, e in sampling.errors(est, actual))
+    assert err["elapsed_ps"] == pytest.approx(-30.0)
+    # remote share from the estimated sums (2 of 10 remote), not the mean of 0 and 1
+    assert est["remote_share"] == pytest.approx(0.2)
+
+
+def test_a_partial_last_slice_counts_as_its_share_of_a_slice():
+    rows = rows_of([(100, 0)] * 3)
+    rows[-1]["insns"] = 500
+    assert sampling.length_in_slices(rows, 1000) == 2.5
+
+
+def test_a_figure_the_full_run_lacks_has_no_error():
+    errs = sampling.errors({"a": 1.0, "b": 2.0}, {"a": 0.0})
+    assert errs == [("a", 1.0, 0.0, None), ("b", 2.0, None, None)]
+
+
+@pytest.mark.parametrize("field,value,msg", [("sample_max_k", 0, "--sample-max-k: expected 1..100"),
+                                             ("sample_max_k", 101, "--sample-max-k: expected 1..100"),
+                                             ("sample_warmup", -1, "--sample-warmup: expected 0..100"),
+                                             ("sample_workers", 0, "--sample-workers: expected at least 1"),
+                                             ("warmup_insns", 1000, "--warmup-insns: not with --timing sampled")])
+def test_bad_sampling_options_get_one_line(field, value, msg):
+    with pytest.raises(InputError, match=msg):
+        sampled.check(RunSpec(timing="sampled", **{field: value}))
+
+
+def test_the_key_covers_what_decides_the_estimates_not_the_workers():
+    def key(**kw):
+        return run_key(RunSpec(timing="sampled", **kw), "t", {}, None, "restored")
+    assert key() != key(sample_max_k=5) and key() != key(sample_warmup=2)
+    assert key() == key(sample_workers=7)
+    # other modes keep their keys whatever the sampling options say
+    assert run_key(RunSpec(timing="detailed"), "t", {}, None) == run_key(RunSpec(timing="detailed", sample_max_k=3),
+                                                                         "t", {}, None)
+
+
+def test_regions_are_projected_longest_first_onto_the_least_loaded_worker():
+    walls = [10, 8, 6, 4, 2]
+    assert sampled.projection(walls, 1) == 30
+    assert sampled.projection(walls, 2) == 16        # 10+4+2 / 8+6
+    assert sampled.projection(walls, 8) == 10
