@@ -87,6 +87,28 @@ TABLES = {
                        {"vectors": "the vector file: global (machine-wide slices) or cpuN",
                         "interval": "the simulation point: an interval (a line of the file) from 0",
                         "weight": "the cluster's share of the intervals"}),
+    "sample_regions": ("A --timing sampled run's regions (pipeline/sampled.py): per simulation point the checkpoint "
+                       "it was restored from, its warm-up and measured slice under the detailed model, and what the "
+                       "measured slice cost.",
+                       {"point": "the simulation point: a machine-wide slice of the profile, from 0",
+                        "weight": "its cluster's share of the profile's slices",
+                        "boundary": "the slice boundary of the checkpoint it started from (0: the snapshot after boot)",
+                        "warmup_slices": "slices run detailed before the measured one (point - boundary)",
+                        "late_insns": "instructions past the boundary the checkpoint was taken at (a modelled disk "
+                                      "request was outstanding there)",
+                        "detailed_insns": "instructions the region ran under the detailed model, warm-up included",
+                        "elapsed_ps": "the measured slice's modeled time: the latest vCPU clock's advance",
+                        "cpu_time_ps": "the measured slice's modeled time summed over the vCPUs",
+                        "checkpoint_bytes": "the checkpoint's saved state (its RAM and devices), bytes",
+                        "wall_s": "the region run's wall time"}),
+    "sample_estimates": ("A --timing sampled run's estimates of the whole run's modeled figures "
+                         "(analysis/sampling.py: slices x the weighted regions' figures), and after "
+                         "./run.py sample-check the full detailed run's value and the error.",
+                         {"figure": "elapsed_ps, cpu_time_ps, total.<counter> (summed over CPUs), cpuN.stall_ps, "
+                                    "remote_share, symbol.<name>.stall_ps or .stall_share",
+                          "actual": "the full detailed run's value (NULL before sample-check, or if it has none)",
+                          "error_pct": "100 x (estimated - actual) / actual",
+                          "check_run_id": "the full detailed run it was checked against"}),
     "timing_walks": ("Page-walk entry reads (timing model 3) by where they were served: the walking CPU's L1 or L2, "
                      "or memory at a hop distance from it (the page-table page's home node, or its owner's cache).",
                      {"served": "l1, l2 or memory", "hops": "hops to where a memory read was served (NULL for l1/l2)",

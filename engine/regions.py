@@ -2,14 +2,15 @@
 (SimPoint sampling; pipeline/sampled.py drives it, analysis/sampling.py
 estimates from it).
 
-- **Checkpoints**: a repeat of a profiled run (restored, fast, the same job:
-  runs repeat exactly) whose timing plugin stops the machine at given
-  machine-wide slice boundaries (`plugin.stop_slices`, series patch 0013).
-  At each stop the host saves the machine with `migrate file:` and copies
-  its disks (sparse), then continues it; after the last it quits, so the
-  pass costs only up to the last checkpoint. The plugin asks again at
-  every block while a modelled disk request is outstanding (those are not
-  in QEMU's migrated state); how late that made a checkpoint is kept.
+- **Checkpoints**: the profiled run again (restored, fast, the same job),
+  in segments: each restores the checkpoint before it (the first, the
+  machine's snapshot after boot) and its timing plugin stops the machine
+  a number of machine-wide slices later (`plugin.stop_slices`, series
+  patch 0013); the host saves it with `migrate file:`, copies its disks
+  (sparse) and quits. So the pass costs the run up to the last checkpoint.
+  The plugin asks again at every block while a modelled disk request is
+  outstanding (those are not in QEMU's migrated state); how late that made
+  a checkpoint is kept.
 - **A region run** restores one checkpoint, with copies of its disks, under
   the detailed model: its warm-up slices, then the measured slice, at whose
   end the plugin stops the machine and the host quits it; the plugin's
@@ -116,36 +117,34 @@ class _Machine:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def checkpoints(cmd: list[str], work: Path, boundaries: list[int], timeout_s: float) -> dict[int, Path]:
-    """Run cmd (a restored machine whose plugin stops at `boundaries`, with
-    its disks and bbv directory in `work`) and save a checkpoint at each
-    stop: work/ckpt-B/{state.mig, disks, meta.json}. Returns B -> directory."""
-    out: dict[int, Path] = {}
-    deadline = time.monotonic() + timeout_s
+def checkpoint(cmd: list[str], work: Path, ckpt: Path, timeout_s: float) -> dict:
+    """Run cmd (a restored machine whose plugin stops once, with its disks
+    and bbv directory in `work`) to that stop and save it there as a
+    checkpoint: ckpt/{state.mig, disks, meta.json}; then quit it. Returns
+    the meta (the plugin's stop line, the state's size, wall times).
+
+    Each checkpoint is taken by a run restored from the one before (or from
+    the machine's snapshot after boot), never by continuing a machine after
+    saving it: a machine continued after `migrate` did not repeat (found by
+    two sampled runs of latprobe whose second checkpoints differed), while a
+    restored machine does (tests/test_determinism_e2e.py)."""
+    t0 = time.monotonic()
     m = _Machine(cmd, work)
     try:
-        for b in boundaries:
-            t0 = time.monotonic()
-            m.wait_paused(deadline, f"the checkpoint at slice {b}", work)
-            stops = _stops(work / "bbv.stops")
-            if len(stops) != len(out) + 1 or stops[-1]["boundary"] != b:
-                raise RegionError(f"the machine stopped, but the plugin logged stop {len(stops)} "
-                                  f"(expected the one at slice {b}); see {work / 'qemu.log'}")
-            ck = work / f"ckpt-{b}"
-            ck.mkdir()
-            reached = time.monotonic() - t0
-            m.save(ck / STATE)
-            copy_disks(work, ck)
-            size = (ck / STATE).stat().st_size
-            (ck / "meta.json").write_text(json.dumps({**stops[-1], "size": size, "reach_wall_s": round(reached, 2),
-                                                      "save_wall_s": round(time.monotonic() - t0 - reached, 2)},
-                                                     indent=1) + "\n")
-            out[b] = ck
-            if b != boundaries[-1]:
-                m.qmp.cmd("cont")
+        m.wait_paused(t0 + timeout_s, "the checkpoint", work)
+        stops = _stops(work / "bbv.stops")
+        if len(stops) != 1:
+            raise RegionError(f"the machine stopped, but the plugin logged {len(stops)} stops; see {work / 'qemu.log'}")
+        reached = time.monotonic() - t0
+        ckpt.mkdir()
+        m.save(ckpt / STATE)
+        copy_disks(work, ckpt)
     finally:
         m.close()
-    return out
+    meta = {**stops[0], "size": (ckpt / STATE).stat().st_size, "reach_wall_s": round(reached, 2),
+            "save_wall_s": round(time.monotonic() - t0 - reached, 2)}
+    (ckpt / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    return meta
 
 
 def region(cmd: list[str], work: Path, timeout_s: float) -> float:

@@ -25,6 +25,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from engine.snapshot import STATE
 from pipeline.spec import InputError
 
 MAX_K = 100
@@ -77,16 +78,24 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
         ckpts: dict[int, Path] = {}
         meta: dict[int, dict] = {}
         tc = time.monotonic()
-        if bounds:
-            cdir = work / "checkpoints"
-            cdir.mkdir()
-            conf = ctx.conf("fast", cdir) + f"plugin.stop_slices {','.join(map(str, bounds))}\n"
-            cmd = ctx.cmd(ctx.sdir, ctx.disks(cdir), conf, cdir / "timing.conf")
-            ckpts = regions.checkpoints(cmd, cdir, bounds, ctx.timeout_s)
-            for b, d in ckpts.items():
-                meta[b] = __import__("json").loads((d / "meta.json").read_text())
-            for name in regions.DISKS:
-                (cdir / name).unlink(missing_ok=True)
+        prev = 0
+        for b in bounds:  # each from the one before: see engine/regions.checkpoint
+            seg = work / f"segment-{b}"
+            seg.mkdir()
+            if prev:
+                regions.copy_disks(ckpts[prev], seg)
+                images = tuple(seg / n for n in regions.DISKS)
+            else:
+                images = ctx.disks(seg)
+            conf = ctx.conf("fast", seg) + f"plugin.stop_slices {b - prev}\n"
+            cmd = ctx.cmd(ckpts[prev] if prev else ctx.sdir, images, conf, seg / "timing.conf")
+            try:
+                meta[b] = regions.checkpoint(cmd, seg, work / f"ckpt-{b}", ctx.timeout_s)
+            finally:
+                for img in images:
+                    Path(img).unlink(missing_ok=True)
+            ckpts[b] = work / f"ckpt-{b}"
+            prev = b
         ckpt_s = time.monotonic() - tc
 
         def one(point):
@@ -134,7 +143,7 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
             con.execute("UPDATE runs SET status = 'failed', reason = ? WHERE id = ?", (reason, run_id))
         return "failed"
     finally:
-        for st in work.glob("checkpoints/ckpt-*/*"):  # the checkpoints' RAM and disks: sizes are kept
+        for st in [*work.glob("ckpt-*/*.img"), *work.glob(f"ckpt-*/{STATE}")]:  # RAM and disks; meta.json stays
             st.unlink()
     from analysis import sampling
     est = sampling.estimate([r for r, _ in done], sampling.length_in_slices(rows, spec.slice_insns))

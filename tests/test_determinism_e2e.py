@@ -1,7 +1,7 @@
 """Determinism on per-vCPU clocks (engine/qemu-patches/0003, 0005, 0006, 0008,
 0010): the same inputs give the same console, per-vCPU instruction counts and
-clocks, on 1 and 32 CPUs under the plugin (fast: counts and basic-block
-vectors), on 8 and 32 without it, and on 8 with the detailed model, while
+clocks, on 1 CPU under the plugin (fast: counts and basic-block vectors),
+on 8 and 32 without it, and on 8 with the detailed model, while
 the guest swaps to the modeled disk. Every pair is restored from the machine's
 snapshot after boot (the default), but one 8-CPU pair that boots (--boot).
 In both 8-CPU pairs without the plugin, the second run goes under a host
@@ -12,9 +12,11 @@ The two runs of a pair go at once into one database, so they also differ in
 host load, in who writes first and in which of them takes the snapshot
 while the other waits for it. Slow: boots guests. (8 CPUs in fast mode was
 a case too: detailed mode loads the same plugin as fast and more, so the
-TLB-sizing divergence fast mode once showed is caught there. 32 CPUs under
-the detailed model is not a case: CI's cold run is near its hour, mostly
-in cold kernel and QEMU builds.)"""
+TLB-sizing divergence fast mode once showed is caught there; 32 CPUs in
+fast mode was a case until CI's cold run passed its hour (68.6 min, mostly
+cold kernel and QEMU builds): the 32-CPU pair without the plugin keeps the
+many-CPU interleaving, and the 8-CPU detailed pair the plugin's. 32 CPUs
+under the detailed model is not a case, for the same reason.)"""
 import subprocess
 from pathlib import Path
 
@@ -32,7 +34,7 @@ MACHINES = {1: "x86-1c-small", 8: "x86-2s-8c-small", 32: "x86-4s-32c-small"}
 
 
 @pytest.mark.parametrize("cpus,mode,boot", [(1, "fast", False), (8, "off", False), (8, "detailed", False),
-                                            (32, "off", False), (32, "fast", False), (8, "off", True)])
+                                            (32, "off", False), (8, "off", True)])
 def test_a_swapping_run_repeats_exactly(vmlab_env, tmp_path, cpus, mode, boot):
     topo = str(REPO / "tests" / "data" / f"{MACHINES[cpus]}.toml")
     cmd = vmlab_cmd(tmp_path, "-t", topo, "-e", "qsbench", "--timing", mode, "-p", f"mem_frac=1.05,procs={min(cpus, 4)}",
