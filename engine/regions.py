@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -64,7 +65,11 @@ class _Machine:
         self.tmp = Path(tempfile.mkdtemp(prefix="vmlab-qmp-"))
         sock = self.tmp / "qmp"  # unix socket paths are short
         self.log = open(work / "qemu.log", "wb")
-        self.proc = subprocess.Popen(cmd + QMP_ARGS + ["-qmp", f"unix:{sock},server=on,wait=off",
+        # -S: the restored machine waits for `cont`, so the QMP handshake
+        # happens before its first instruction; while it runs the host sends
+        # nothing and only waits for the STOP event (polling QMP while a
+        # machine ran made its idle time differ from run to run)
+        self.proc = subprocess.Popen(cmd + QMP_ARGS + ["-S", "-qmp", f"unix:{sock},server=on,wait=off",
                                                       "-serial", f"file:{work / 'console.log'}"],
                                      stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
@@ -74,16 +79,25 @@ class _Machine:
             time.sleep(0.05)
         self.qmp = Qmp(sock)
 
-    def wait_paused(self, deadline: float, what: str, work: Path) -> None:
-        while True:
-            status = self.qmp.cmd("query-status")["status"]
-            if status == "paused":
-                return
-            if self.proc.poll() is not None or status not in ("running", "prelaunch", "inmigrate"):
-                raise RegionError(f"the machine stopped ({status}) before {what}; see {work / 'console.log'}")
+    def run_to_stop(self, deadline: float, what: str, work: Path) -> None:
+        """Start the restored machine and wait, silent, for the plugin's stop."""
+        while self.qmp.cmd("query-status")["status"] == "inmigrate":  # loading: nothing runs yet
+            time.sleep(0.05)
+        self.qmp.events.clear()
+        self.qmp.cmd("cont")
+        self.qmp.sock.settimeout(1.0)
+        while not any(e.get("event") == "STOP" for e in self.qmp.events):
+            try:
+                self.qmp.events.append(self.qmp._read())
+            except (socket.timeout, TimeoutError):
+                pass
+            except SnapshotError:
+                raise RegionError(f"the machine ended before {what}; see {work / 'console.log'}") from None
+            if self.proc.poll() is not None:
+                raise RegionError(f"the machine ended before {what}; see {work / 'console.log'}")
             if time.monotonic() > deadline:
                 raise RegionError(f"timeout: {what} not reached; see {work / 'console.log'}")
-            time.sleep(0.1)
+        self.qmp.sock.settimeout(30)
 
     def save(self, path: Path) -> None:
         self.qmp.cmd("migrate", uri=f"file:{path}")
@@ -131,7 +145,7 @@ def checkpoint(cmd: list[str], work: Path, ckpt: Path, timeout_s: float) -> dict
     t0 = time.monotonic()
     m = _Machine(cmd, work)
     try:
-        m.wait_paused(t0 + timeout_s, "the checkpoint", work)
+        m.run_to_stop(t0 + timeout_s, "the checkpoint", work)
         stops = _stops(work / "bbv.stops")
         if len(stops) != 1:
             raise RegionError(f"the machine stopped, but the plugin logged {len(stops)} stops; see {work / 'qemu.log'}")
@@ -154,7 +168,7 @@ def region(cmd: list[str], work: Path, timeout_s: float) -> float:
     t0 = time.monotonic()
     m = _Machine(cmd, work)
     try:
-        m.wait_paused(t0 + timeout_s, "the region's end", work)
+        m.run_to_stop(t0 + timeout_s, "the region's end", work)
     finally:
         m.close()
     return time.monotonic() - t0

@@ -280,7 +280,8 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
                                                 bbv_dir=rdir,
                                                 qemu_mode=spec.qemu_mode, stalls=not spec.no_stalls,
                                                 price_from_marker=not restored and topo.guest_isa == "x86_64",
-                                                warmup_insns=spec.warmup_insns, interval=spec.slice_insns))
+                                                warmup_insns=spec.warmup_insns, interval=spec.slice_insns,
+                                                restored=restored))
         plugin = (built.plugin, conf_path)
     stalls = stalls_charged(spec)
     if snap_failed:
@@ -397,7 +398,7 @@ class SampledContext:
         spec = self.spec
         return timing.config_text(self.prep.topo, mode, d / "timing.json",
                                   symbols=self.built.kernel_dir / "System.map", bbv_dir=d, qemu_mode=spec.qemu_mode,
-                                  stalls=not spec.no_stalls, interval=spec.slice_insns)
+                                  stalls=not spec.no_stalls, interval=spec.slice_insns, restored=True)
 
     def cmd(self, state_dir: Path, images, conf_text: str, conf_path: Path) -> list[str]:
         conf_path.write_text(conf_text)

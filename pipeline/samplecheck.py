@@ -108,7 +108,8 @@ def report(con, sampled_id: int, full_id: int, walls: list[float]) -> None:
     for f, e, act, err in shown:
         print(f"  {f:<34} {e:>16.6g} {act if act is not None else float('nan'):>16.6g} "
               f"{'' if err is None else f'{err:+.2f} %':>9}")
-    print(f"  wall: sampled {walls[0]:.0f} s (profile, checkpoints {m.get('sampled.checkpoint_wall_s', 0):.0f} s, "
+    prof = walls[0] - m.get("sampled.sampling_wall_s", 0)
+    print(f"  wall: sampled {walls[0]:.0f} s (profile {prof:.0f} s, checkpoints {m.get('sampled.checkpoint_wall_s', 0):.0f} s, "
           f"regions {m.get('sampled.regions_wall_s', 0):.0f} s), full detailed {walls[1]:.0f} s: "
           f"{walls[1] / walls[0]:.2f}x")
     if full_insns:

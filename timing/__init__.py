@@ -140,7 +140,7 @@ def check(topo, mode: str, qemu_mode: str = "icount") -> None:
 
 def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir: Path | None = None,
                 interval: int = 100_000_000, qemu_mode: str = "icount", stalls: bool = True,
-                price_from_marker: bool = False, warmup_insns: int = 0) -> str:
+                price_from_marker: bool = False, warmup_insns: int = 0, restored: bool = False) -> str:
     """stalls: in detailed mode, charge every access's modeled latency beyond
     an L1 hit to the running vCPU's clock (our QEMU's series), so the guest
     feels it; without per-vCPU clocks (mttcg) QEMU refuses them.
@@ -148,7 +148,9 @@ def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir
     boot and prices from the guest's marker where the experiment begins
     (x86 guests; a restored run is priced from the restore).
     warmup_insns: the first instructions priced (all vCPUs together) only
-    warm the model; its figures count from the end of the warm-up."""
+    warm the model; its figures count from the end of the warm-up.
+    restored: the guest's kernel is up from the first block (a restore may
+    start in user space: its blocks are the user's, not the boot's)."""
     check(topo, mode, qemu_mode)
     caches = {c.name: c for c in topo.caches}
     l1, l2 = caches["l1d"], caches["l2"]
@@ -170,6 +172,8 @@ def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir
             lines.append(f"l1i {caches['l1i'].size_kib * 1024} {caches['l1i'].ways} {caches['l1i'].latency_cycles}")
     if symbols:
         lines.append(f"symbols {symbols}")
+    if restored:
+        lines.append("plugin.kernel_up on")
     if mode == "detailed":
         lines.append(f"plugin.stalls {'on' if stalls and qemu_mode == 'icount' else 'off'}")
         if price_from_marker:

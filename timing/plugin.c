@@ -307,6 +307,7 @@ static int read_plugin_keys(const char *path) {
             else if (!strcmp(key, "plugin.stalls")) stalls = !strcmp(val, "on");
             else if (!strcmp(key, "plugin.price_from_marker")) pricing = strcmp(val, "on") != 0;
             else if (!strcmp(key, "plugin.warmup_insns")) warmup_total = warmup_left = strtoull(val, NULL, 10);
+            else if (!strcmp(key, "plugin.kernel_up")) kernel_seen = !strcmp(val, "on");
             else if (!strcmp(key, "plugin.region_warmup_slices")) region_warmup_slices = strtoull(val, NULL, 10);
             else if (!strcmp(key, "plugin.stop_slices"))
                 for (char *tok = strtok(val, ","); tok && nstop_at < MAX_STOPS; tok = strtok(NULL, ","))
