@@ -294,12 +294,18 @@ def store(db_path: str, run_id: int, vectors: str, max_k: int, seed: int, picks:
                                      "value": est[n]["error_pct"], "unit": "%"} for n in ("elapsed", "cpu_time")]
                    + [{"run_id": run_id, "name": "simpoint.points", "value": est["points"], "unit": "slices"},
                       {"run_id": run_id, "name": "simpoint.slices", "value": est["slices"], "unit": "slices"}])
-        con.execute("DELETE FROM simpoint_picks WHERE run_id = ? AND vectors = ? AND max_k = ? AND seed = ?",
-                    (run_id, vectors, max_k, seed))
-        insert(con, "simpoint_picks", [{"run_id": run_id, "vectors": vectors, "max_k": max_k, "k": picks.k,
-                                        "seed": seed, "cluster": c, "interval": picks.points[c],
-                                        "weight": picks.weights[c]} for c in range(picks.k) if picks.points[c] >= 0])
+        store_picks(con, run_id, vectors, max_k, seed, picks)
     con.close()
+
+
+def store_picks(con, run_id: int, vectors: str, max_k: int, seed: int, picks: Picks) -> None:
+    """A clustering's picks into simpoint_picks, replacing the same clustering's (the caller's transaction)."""
+    from analysis.rows import insert
+    con.execute("DELETE FROM simpoint_picks WHERE run_id = ? AND vectors = ? AND max_k = ? AND seed = ?",
+                (run_id, vectors, max_k, seed))
+    insert(con, "simpoint_picks", [{"run_id": run_id, "vectors": vectors, "max_k": max_k, "k": picks.k,
+                                    "seed": seed, "cluster": c, "interval": picks.points[c],
+                                    "weight": picks.weights[c]} for c in range(picks.k) if picks.points[c] >= 0])
 
 
 def main(argv: list[str]) -> int:

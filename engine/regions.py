@@ -5,7 +5,7 @@ estimates from it).
 - **Checkpoints**: the profiled run again (restored, fast, the same job),
   in segments: each restores the checkpoint before it (the first, the
   machine's snapshot after boot) and its timing plugin stops the machine
-  a number of machine-wide slices later (`plugin.stop_slices`, series
+  a number of machine-wide slices later (`plugin.stop_after_slices`, series
   patch 0013); the host saves it with `migrate file:`, copies its disks
   (sparse) and quits. So the pass costs the run up to the last checkpoint.
   The plugin asks again at every block while a modelled disk request is
@@ -26,7 +26,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine import qemu
 from engine.snapshot import STATE, Qmp, SnapshotError
 
 DISKS = ("swap.img", "data.img", "job.img")
@@ -91,23 +90,13 @@ class _Machine:
                 self.qmp.events.append(self.qmp._read())
             except (socket.timeout, TimeoutError):
                 pass
-            except SnapshotError:
+            except SnapshotError:  # QEMU closed its socket
                 raise RegionError(f"the machine ended before {what}; see {work / 'console.log'}") from None
             if self.proc.poll() is not None:
                 raise RegionError(f"the machine ended before {what}; see {work / 'console.log'}")
             if time.monotonic() > deadline:
                 raise RegionError(f"timeout: {what} not reached; see {work / 'console.log'}")
         self.qmp.sock.settimeout(30)
-
-    def save(self, path: Path) -> None:
-        self.qmp.cmd("migrate", uri=f"file:{path}")
-        while True:
-            m = self.qmp.cmd("query-migrate")
-            if m.get("status") == "completed":
-                return
-            if m.get("status") in ("failed", "cancelled"):
-                raise RegionError(f"saving the checkpoint failed: {m.get('error-desc', m.get('status'))}")
-            time.sleep(0.05)
 
     def close(self) -> None:
         try:
@@ -151,7 +140,7 @@ def checkpoint(cmd: list[str], work: Path, ckpt: Path, timeout_s: float) -> dict
             raise RegionError(f"the machine stopped, but the plugin logged {len(stops)} stops; see {work / 'qemu.log'}")
         reached = time.monotonic() - t0
         ckpt.mkdir()
-        m.save(ckpt / STATE)
+        m.qmp.migrate_to(ckpt / STATE)
         copy_disks(work, ckpt)
     finally:
         m.close()
@@ -172,7 +161,3 @@ def region(cmd: list[str], work: Path, timeout_s: float) -> float:
     finally:
         m.close()
     return time.monotonic() - t0
-
-
-def vcpu_clocks(work: Path):
-    return qemu.vcpu_clocks(work / "qemu.log")

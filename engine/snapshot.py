@@ -183,6 +183,17 @@ class Qmp:
                 raise SnapshotError(f"QMP {name}: {msg['error'].get('desc')}")
             return msg.get("return", {})
 
+    def migrate_to(self, path: Path) -> None:
+        """Save the (stopped) machine to a file and wait until it is written."""
+        self.cmd("migrate", uri=f"file:{path}")
+        while True:
+            m = self.cmd("query-migrate")
+            if m.get("status") == "completed":
+                return
+            if m.get("status") in ("failed", "cancelled"):
+                raise SnapshotError(f"saving the machine failed: {m.get('error-desc', m.get('status'))}")
+            time.sleep(0.05)
+
     def close(self) -> None:
         self.sock.close()
 
@@ -252,14 +263,7 @@ def _take(work: Path, k: str, command, timeout_s: float, log) -> None:
                                         f"see {work}/console.log")
                 time.sleep(0.25)
             booted = time.monotonic() - t0
-            q.cmd("migrate", uri=f"file:{work / STATE}")
-            while True:
-                m = q.cmd("query-migrate")
-                if m.get("status") == "completed":
-                    break
-                if m.get("status") in ("failed", "cancelled"):
-                    raise SnapshotError(f"saving the snapshot failed: {m.get('error-desc', m.get('status'))}")
-                time.sleep(0.1)
+            q.migrate_to(work / STATE)
             saved = time.monotonic() - t0 - booted
             q.cmd("quit")
             q.close()

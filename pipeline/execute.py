@@ -128,6 +128,17 @@ def guest_disks(plan, topo, restored: bool) -> tuple[str, str]:
     return swap_dev, ("/dev/vdb" if on_disk or restored else "/dev/vda") if data_mib > 0 else ""
 
 
+def timing_conf(prep: Prepared, built, mode: str, d: Path, restored: bool) -> str:
+    """The timing plugin's configuration for a machine run in directory d
+    (its results and vectors go there): the run's own, or a sampled run's
+    checkpoint segment or region in another mode."""
+    spec, topo = prep.spec, prep.topo
+    return timing.config_text(topo, mode, d / "timing.json", symbols=built.kernel_dir / "System.map", bbv_dir=d,
+                              qemu_mode=spec.qemu_mode, stalls=not spec.no_stalls,
+                              price_from_marker=not restored and topo.guest_isa == "x86_64",
+                              warmup_insns=spec.warmup_insns, interval=spec.slice_insns, restored=restored)
+
+
 def plugin_mode(spec: RunSpec) -> str:
     """The timing plugin's mode for the run itself: a sampled run's guest
     runs under the fast profile (its regions run detailed afterwards)."""
@@ -276,12 +287,7 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
     if spec.timing != "off":
         timing_out = rdir / "timing.json"
         conf_path = rdir / "timing.conf"
-        conf_path.write_text(timing.config_text(topo, plugin_mode(spec), timing_out, symbols=built.kernel_dir / "System.map",
-                                                bbv_dir=rdir,
-                                                qemu_mode=spec.qemu_mode, stalls=not spec.no_stalls,
-                                                price_from_marker=not restored and topo.guest_isa == "x86_64",
-                                                warmup_insns=spec.warmup_insns, interval=spec.slice_insns,
-                                                restored=restored))
+        conf_path.write_text(timing_conf(prep, built, plugin_mode(spec), rdir, restored))
         plugin = (built.plugin, conf_path)
     stalls = stalls_charged(spec)
     if snap_failed:
@@ -395,10 +401,7 @@ class SampledContext:
         self.timeout_s = timeout_s
 
     def conf(self, mode: str, d: Path) -> str:
-        spec = self.spec
-        return timing.config_text(self.prep.topo, mode, d / "timing.json",
-                                  symbols=self.built.kernel_dir / "System.map", bbv_dir=d, qemu_mode=spec.qemu_mode,
-                                  stalls=not spec.no_stalls, interval=spec.slice_insns, restored=True)
+        return timing_conf(self.prep, self.built, mode, d, restored=True)
 
     def cmd(self, state_dir: Path, images, conf_text: str, conf_path: Path) -> list[str]:
         conf_path.write_text(conf_text)

@@ -90,7 +90,7 @@ def compare(con, sampled_id: int, full_id: int) -> list[tuple]:
 
 
 def report(con, sampled_id: int, full_id: int, walls: list[float]) -> None:
-    from analysis.rows import metrics
+    from analysis.rows import metric, metrics
     from pipeline.sampled import projection
     rows = compare(con, sampled_id, full_id)
     m = metrics(con, sampled_id)
@@ -98,7 +98,6 @@ def report(con, sampled_id: int, full_id: int, walls: list[float]) -> None:
     full_insns = sum(n for (n,) in con.execute("SELECT insns FROM timing_cpu WHERE run_id = ?", (full_id,)))
     detail = m.get("sampled.detailed_insns", 0)
     with con:
-        from analysis.rows import metric
         metric(con, sampled_id, "sampled.check_full_wall_s", round(walls[1], 1), "s")
         metric(con, sampled_id, "sampled.check_sampled_wall_s", round(walls[0], 1), "s")
     print(f"\nsample-check: sampled run {sampled_id} against the full detailed run {full_id}")

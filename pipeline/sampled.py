@@ -25,7 +25,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from engine.snapshot import STATE
+from engine.snapshot import STATE, SnapshotError
 from pipeline.spec import InputError
 
 MAX_K = 100
@@ -52,7 +52,7 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
     """Steps 2-5 for the profile run `run_id` (just stored, ok). ctx: what
     execute knows of the run (see execute.SampledContext). Returns the run's
     status: a failure is recorded on the run with its reason."""
-    from analysis import simpoint
+    from analysis import sampling, simpoint
     from engine import regions
     import timing
     spec = ctx.spec
@@ -75,68 +75,36 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
               + ", ".join(f"{p} (w {w:.3f})" for _c, p, w in points)
               + (f"; checkpoints at slices {', '.join(map(str, bounds))}" if bounds else ""), flush=True)
         work.mkdir()
-        ckpts: dict[int, Path] = {}
-        meta: dict[int, dict] = {}
         tc = time.monotonic()
-        prev = 0
-        for b in bounds:  # each from the one before: see engine/regions.checkpoint
-            seg = work / f"segment-{b}"
-            seg.mkdir()
-            if prev:
-                regions.copy_disks(ckpts[prev], seg)
-                images = tuple(seg / n for n in regions.DISKS)
-            else:
-                images = ctx.disks(seg)
-            conf = ctx.conf("fast", seg) + f"plugin.stop_slices {b - prev}\n"
-            cmd = ctx.cmd(ckpts[prev] if prev else ctx.sdir, images, conf, seg / "timing.conf")
-            try:
-                meta[b] = regions.checkpoint(cmd, seg, work / f"ckpt-{b}", ctx.timeout_s)
-            finally:
-                for img in images:
-                    Path(img).unlink(missing_ok=True)
-            ckpts[b] = work / f"ckpt-{b}"
-            prev = b
+        meta: dict[int, dict] = {}
+        for prev, b in zip([0, *bounds], bounds):  # each from the one before: see engine/regions.checkpoint
+            meta[b] = _machine(ctx, work, prev, f"segment-{b}", "fast", b - prev,
+                               lambda cmd, d, b=b: regions.checkpoint(cmd, d, work / f"ckpt-{b}", ctx.timeout_s))
         ckpt_s = time.monotonic() - tc
 
-        def one(point):
+        def region(point):
             c, p, w = point
             b = max(0, p - spec.sample_warmup)
-            m = p - b
             d = work / f"region-{c}"
-            d.mkdir()
-            if b:
-                regions.copy_disks(ckpts[b], d)
-                images = tuple(d / n for n in regions.DISKS)
-            else:
-                images = ctx.disks(d)
-            conf = ctx.conf("detailed", d) + f"plugin.stop_slices {m + 1}\n" + (
-                f"plugin.region_warmup_slices {m}\n" if m else "")
-            cmd = ctx.cmd(ckpts[b] if b else ctx.sdir, images, conf, d / "timing.conf")
-            try:
-                wall = regions.region(cmd, d, ctx.timeout_s)
-            finally:
-                for img in images:
-                    Path(img).unlink(missing_ok=True)
-            res = timing.load_results(d / "timing.json")
+            wall = _machine(ctx, work, b, d.name, "detailed", p - b + 1,
+                            lambda cmd, d: regions.region(cmd, d, ctx.timeout_s), warmup=p - b)
             rr = simpoint.read_slices(d / "bbv.global.slices")
-            if len(rr) <= m:
-                raise SamplingError(f"region {c}: {len(rr)} slices written, its measured slice is {m}; see {d}")
-            from analysis import sampling
-            el, ct = sampling.slice_cost(rr, m)
-            reg = sampling.Region(c, p, w, b, sampling.figures(res, el, ct))
-            row = {"run_id": run_id, "cluster": c, "point": p, "weight": w, "boundary": b, "warmup_slices": m,
+            if len(rr) <= p - b:
+                raise SamplingError(f"region {c}: {len(rr)} slices written, its measured slice is {p - b}; see {d}")
+            el, ct = sampling.slice_cost(rr, p - b)
+            row = {"run_id": run_id, "cluster": c, "point": p, "weight": w, "boundary": b, "warmup_slices": p - b,
                    "late_insns": meta.get(b, {}).get("late_insns", 0), "elapsed_ps": el, "cpu_time_ps": ct,
-                   "detailed_insns": sum(r["insns"] + r["spin_insns"] for r in rr[:m + 1]),
+                   "detailed_insns": sum(r["insns"] + r["spin_insns"] for r in rr[:p - b + 1]),
                    "checkpoint_bytes": meta.get(b, {}).get("size"), "wall_s": round(wall, 2)}
             print(f"sampled: region {c} (slice {p}, from {b}): {el / 1e6:.3f} us elapsed, {wall:.1f} s", flush=True)
-            return reg, row
+            return sampling.Region(c, p, w, b, sampling.figures(timing.load_results(d / "timing.json"), el, ct)), row
 
         tr = time.monotonic()
         with ThreadPoolExecutor(max_workers=spec.sample_workers) as ex:
-            done = list(ex.map(one, points))
+            done = list(ex.map(region, points))
         regions_s = time.monotonic() - tr
-    except (SamplingError, simpoint.SimpointError, regions.RegionError, timing.TimingError, OSError,
-            ValueError) as e:
+    except (SamplingError, simpoint.SimpointError, regions.RegionError, SnapshotError, timing.TimingError,
+            OSError, ValueError) as e:
         reason = f"sampling: {e}"
         print(f"error: {reason}", flush=True)
         with con:
@@ -145,7 +113,6 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
     finally:
         for st in [*work.glob("ckpt-*/*.img"), *work.glob(f"ckpt-*/{STATE}")]:  # RAM and disks; meta.json stays
             st.unlink()
-    from analysis import sampling
     est = sampling.estimate([r for r, _ in done], sampling.length_in_slices(rows, spec.slice_insns))
     store(con, run_id, spec.sample_max_k, picks, [row for _, row in done], est,
           {"checkpoint_wall_s": ckpt_s, "regions_wall_s": regions_s, "sampling_wall_s": time.monotonic() - t0,
@@ -156,15 +123,34 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
     return "ok"
 
 
+def _machine(ctx, work: Path, boundary: int, name: str, mode: str, stop_after: int, run, warmup: int = 0):
+    """Restore the checkpoint at `boundary` (0: the snapshot after boot) in
+    work/name with its own copy of the checkpoint's disks (fresh ones from
+    the snapshot), its plugin in `mode` stopping it `stop_after` slices on;
+    run(cmd, dir) drives it; the disks go afterwards."""
+    from engine import regions
+    d = work / name
+    d.mkdir()
+    if boundary:
+        regions.copy_disks(work / f"ckpt-{boundary}", d)
+        images = tuple(d / n for n in regions.DISKS)
+    else:
+        images = ctx.disks(d)
+    conf = ctx.conf(mode, d) + f"plugin.stop_after_slices {stop_after}\n" + (
+        f"plugin.region_warmup_slices {warmup}\n" if warmup else "")
+    try:
+        return run(ctx.cmd(work / f"ckpt-{boundary}" if boundary else ctx.sdir, images, conf, d / "timing.conf"), d)
+    finally:
+        for img in images:
+            Path(img).unlink(missing_ok=True)
+
+
 def store(con, run_id: int, max_k: int, picks, region_rows: list[dict], est: dict[str, float],
           costs: dict[str, float]) -> None:
+    from analysis import simpoint
     from analysis.rows import insert
     with con:  # all of it or none
-        con.execute("DELETE FROM simpoint_picks WHERE run_id = ? AND vectors = 'global' AND max_k = ? AND seed = 1",
-                    (run_id, max_k))
-        insert(con, "simpoint_picks", [{"run_id": run_id, "vectors": "global", "max_k": max_k, "k": picks.k,
-                                        "seed": 1, "cluster": c, "interval": picks.points[c],
-                                        "weight": picks.weights[c]} for c in range(picks.k) if picks.points[c] >= 0])
+        simpoint.store_picks(con, run_id, "global", max_k, 1, picks)
         insert(con, "sample_regions", region_rows)
         insert(con, "sample_estimates", [{"run_id": run_id, "figure": k, "estimated": v} for k, v in est.items()])
         insert(con, "metrics", [{"run_id": run_id, "name": f"sampled.{k}", "value": v,

@@ -71,16 +71,13 @@ static int pricing = 1;
  * the run's model figures leave out the cold start of caches, directory and
  * streams. The experiment's marker (VMLAB_OP_PRICE) ends it at the latest. */
 static uint64_t warmup_total, warmup_left;
-/* plugin.stop_slices b,... (regions, analysis/sampling.py): the machine stops
- * at those machine-wide slice boundaries (plugin_bbv.c), for the host to
- * save it (a profile's checkpoints) or to end a region's run.
+/* plugin.stop_after_slices n (regions, pipeline/sampled.py): the machine
+ * stops at machine-wide slice boundary n (plugin_bbv.c), for the host to
+ * save it (a checkpoint) or to end a region's run.
  * plugin.region_warmup_slices m: a region run's first m slices warm the
  * model (priced, the guest feels them) and what it counted over them is
- * dropped at boundary m, so the results are those of the measured slices. */
-#define MAX_STOPS 4096
-static uint64_t stop_at[MAX_STOPS];
-static int nstop_at;
-static uint64_t region_warmup_slices, region_insns;
+ * dropped at boundary m, so the results are those of the measured slice. */
+static uint64_t stop_after_slices, region_warmup_slices;
 static qemu_plugin_id_t plugin_id;
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
 static void at_exit(qemu_plugin_id_t id, void *ud);
@@ -131,12 +128,11 @@ static void tb_exec(unsigned int vcpu, void *ud) {
         warmup_left = warmup_left > t->n ? warmup_left - t->n : 0;
         if (!warmup_left) vm_warmup_done(M, warmup_total);
     }
-    region_insns += t->n;
     if (t->bb) bbv_exec(vcpu, t->bb, t->n, t->pc, (int)t->spin);
 }
 
-static void at_boundary(uint64_t b) {
-    if (region_warmup_slices && b == region_warmup_slices) vm_warmup_done(M, region_insns);
+static void at_boundary(uint64_t b, uint64_t insns) {
+    if (b == region_warmup_slices) vm_warmup_done(M, insns);
 }
 
 static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *ud) {
@@ -309,9 +305,7 @@ static int read_plugin_keys(const char *path) {
             else if (!strcmp(key, "plugin.warmup_insns")) warmup_total = warmup_left = strtoull(val, NULL, 10);
             else if (!strcmp(key, "plugin.kernel_up")) kernel_seen = !strcmp(val, "on");
             else if (!strcmp(key, "plugin.region_warmup_slices")) region_warmup_slices = strtoull(val, NULL, 10);
-            else if (!strcmp(key, "plugin.stop_slices"))
-                for (char *tok = strtok(val, ","); tok && nstop_at < MAX_STOPS; tok = strtok(NULL, ","))
-                    stop_at[nstop_at++] = strtoull(tok, NULL, 10);
+            else if (!strcmp(key, "plugin.stop_after_slices")) stop_after_slices = strtoull(val, NULL, 10);
         }
     fclose(f);
     return 0;
@@ -357,12 +351,12 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     line_mask = (uint64_t)vm_line_bytes(M) - 1;
     bbv_init(bbv_dir, interval, vm_ncpus(M), global_bbv);
     if (detailed) bbv_set_clock(model_clock);
-    if (nstop_at || region_warmup_slices) {
+    if (stop_after_slices || region_warmup_slices) {
         if (!global_bbv) {
-            fprintf(stderr, "vmlab-timing: plugin.stop_slices needs plugin.global_bbv on\n");
+            fprintf(stderr, "vmlab-timing: plugin.stop_after_slices needs plugin.global_bbv on\n");
             return -1;
         }
-        bbv_set_stops(stop_at, nstop_at, at_boundary);
+        bbv_set_stop(stop_after_slices, region_warmup_slices ? at_boundary : NULL);
     }
     plugin_id = id;
     if (!is_x86) pricing = 1;  /* the marker is x86's */

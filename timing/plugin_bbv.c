@@ -20,7 +20,7 @@
  *               LoopPoint's (pc, count) region bounds; and the spin and dropped
  *               instructions; in a detailed run, every vCPU's modeled clock
  *               at its end too (what the slice cost, for an estimate's error).
- * bbv.stops    (regions) per stop the plugin asked for at a slice boundary:
+ * bbv.stops    (regions) the stop the plugin asked for at a slice boundary:
  *               the boundary, the slice instructions it came late by (a
  *               modelled disk request kept the machine from stopping), each
  *               vCPU's instruction count; the host saves the machine there.
@@ -64,10 +64,9 @@ static uint64_t **execs;                /* per vCPU: executions of each block so
 static uint32_t *execs_cap;
 static uint64_t (*clock_of)(int cpu);
 static uint64_t *start_clock;           /* detailed: each vCPU's clock when the first block ran */
-static uint64_t *stops;                 /* slice boundaries where the machine stops (ascending) */
-static int nstops, next_stop, stop_pending;
-static void (*at_boundary)(uint64_t b);
-static FILE *stopf;
+static uint64_t stop_after;             /* regions: the machine stops at this slice boundary (0: never) */
+static int stop_pending;
+static void (*at_boundary)(uint64_t b, uint64_t insns);
 
 void bbv_set_clock(uint64_t (*clock)(int cpu)) { clock_of = clock; }
 
@@ -132,22 +131,35 @@ static uint64_t flush(vec_t *v, const char *name) {
     return dropped;
 }
 
+/* A table file in the vectors' directory: its header, then each vCPU's
+ * instruction count column (and, with clocks, each one's modeled clock). */
+static FILE *table(const char *name, const char *head, int clocks) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) return NULL;
+    fputs(head, f);
+    for (int c = 0; c < ncpus; c++) fprintf(f, " insns_cpu%d", c);
+    for (int c = 0; clocks && c < ncpus; c++) fprintf(f, " time_ps_cpu%d", c);
+    fputc('\n', f);
+    return f;
+}
+
+static uint64_t machine_insns(void) {
+    uint64_t n = 0;
+    for (int c = 0; c < ncpus; c++) n += cpu_insns[c];
+    return n;
+}
+
 static void global_flush(unsigned vcpu, uint64_t pc, uint64_t count) {
     uint64_t insns = g.insns, dropped = flush(&g, "bbv.global.bb");
     if (!gslices) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s/bbv.global.slices", dir);
-        gslices = fopen(path, "w");
-        if (gslices) {
-            fprintf(gslices, "# slice insns spin_insns dropped_insns marker_cpu marker_pc marker_count");
-            for (int c = 0; c < ncpus; c++) fprintf(gslices, " insns_cpu%d", c);
-            for (int c = 0; clock_of && c < ncpus; c++) fprintf(gslices, " time_ps_cpu%d", c);
+        gslices = table("bbv.global.slices", "# slice insns spin_insns dropped_insns marker_cpu marker_pc marker_count",
+                        clock_of != NULL);
+        if (gslices && start_clock) {  /* where the first slice's clocks started (a restored run's are not 0) */
+            fprintf(gslices, "# start");
+            for (int c = 0; c < ncpus; c++) fprintf(gslices, " %" PRIu64, start_clock[c]);
             fputc('\n', gslices);
-            if (start_clock) {  /* where the first slice's clocks started (a restored run's are not 0) */
-                fprintf(gslices, "# start");
-                for (int c = 0; c < ncpus; c++) fprintf(gslices, " %" PRIu64, start_clock[c]);
-                fputc('\n', gslices);
-            }
         }
     }
     if (gslices) {
@@ -159,14 +171,12 @@ static void global_flush(unsigned vcpu, uint64_t pc, uint64_t count) {
     }
     gslice++;
     gspin = 0;
-    if (at_boundary) at_boundary(gslice);
-    if (next_stop < nstops && gslice == stops[next_stop]) stop_pending = 1;
+    if (at_boundary) at_boundary(gslice, machine_insns());
+    if (gslice == stop_after) stop_pending = 1;
 }
 
-void bbv_set_stops(const uint64_t *at, int n, void (*boundary)(uint64_t b)) {
-    stops = calloc(n ? n : 1, sizeof(uint64_t));
-    memcpy(stops, at, n * sizeof(uint64_t));
-    nstops = n;
+void bbv_set_stop(uint64_t after, void (*boundary)(uint64_t b, uint64_t insns)) {
+    stop_after = after;
     at_boundary = boundary;
 }
 
@@ -174,24 +184,14 @@ void bbv_set_stops(const uint64_t *at, int n, void (*boundary)(uint64_t b)) {
  * that just ended (or, late, in the one now open: g.insns says how far in). */
 static void try_stop(void) {
     if (!qemu_plugin_machine_stop()) return;  /* a modelled disk request is outstanding: next block */
-    if (!stopf) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s/bbv.stops", dir);
-        stopf = fopen(path, "w");
-        if (stopf) {
-            fprintf(stopf, "# boundary late_insns");
-            for (int c = 0; c < ncpus; c++) fprintf(stopf, " insns_cpu%d", c);
-            fputc('\n', stopf);
-        }
-    }
-    if (stopf) {
-        fprintf(stopf, "%" PRIu64 " %" PRIu64, stops[next_stop], g.insns);
-        for (int c = 0; c < ncpus; c++) fprintf(stopf, " %" PRIu64, cpu_insns[c]);
-        fputc('\n', stopf);
-        fflush(stopf);  /* the host reads it while the machine is stopped */
+    FILE *f = table("bbv.stops", "# boundary late_insns", 0);
+    if (f) {
+        fprintf(f, "%" PRIu64 " %" PRIu64, stop_after, g.insns);
+        for (int c = 0; c < ncpus; c++) fprintf(f, " %" PRIu64, cpu_insns[c]);
+        fputc('\n', f);
+        fclose(f);  /* the host reads it while the machine is stopped */
     }
     stop_pending = 0;
-    next_stop++;
 }
 
 void bbv_init(const char *d, uint64_t iv, int n, int glob) {
@@ -266,6 +266,5 @@ void bbv_close(void) {
         if (g.ntouched) global_flush((unsigned)ncpus, 0, 0);  /* the run's end: no block crossed it */
         if (g.f) fclose(g.f);
         if (gslices) fclose(gslices);
-        if (stopf) fclose(stopf);
     }
 }

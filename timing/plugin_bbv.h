@@ -18,13 +18,13 @@ uint32_t bbv_block_id(uint64_t pc, size_t n);
 /* At execution: vcpu ran block bb (n instructions, at pc); spin: it holds a
  * spin-wait hint (x86 PAUSE), so the machine-wide slices leave it out. */
 void bbv_exec(unsigned vcpu, uint32_t bb, uint32_t n, uint64_t pc, int spin);
-/* Regions (SimPoint's snapshots and measured slices): at each of the n
- * machine-wide slice boundaries in `at` (ascending; boundary b = where slice
- * b starts) the machine is stopped for the host (qemu_plugin_machine_stop,
- * series patch 0013), asked again at every later block while a modelled
- * disk request keeps it from stopping; each stop is logged to bbv.stops.
- * boundary(b), if given, is called at every boundary b. */
-void bbv_set_stops(const uint64_t *at, int n, void (*boundary)(uint64_t b));
+/* Regions (SimPoint's checkpoints and measured slices): at machine-wide
+ * slice boundary `after` (where slice `after` starts; 0: never) the machine
+ * is stopped for the host (qemu_plugin_machine_stop, series patch 0013),
+ * asked again at every later block while a modelled disk request keeps it
+ * from stopping; the stop is logged to bbv.stops. boundary(b, insns), if
+ * given, is called at every boundary b with the machine's instructions so far. */
+void bbv_set_stop(uint64_t after, void (*boundary)(uint64_t b, uint64_t insns));
 /* At exit: the last partial intervals, and the files closed. */
 void bbv_close(void);
 
