@@ -7,13 +7,15 @@ slice, restored under the detailed model; what the model counted over the
 warm-up is dropped at the slice's start (plugin.region_warmup_slices), so
 its figures are the measured slice's. A figure of the whole run is then
 
-    estimate = n x sum_i w_i x_i
+    estimate = N x sum_i w_i x_i / n_i
 
 with w_i the point's cluster's share of the slices, x_i the figure over
-the point's slice and n the run's length in slices (its non-spin
-instructions / the slice length: the last slice is partial). Ratios (the
-remote share, a symbol's share of the stall) are taken from the estimated
-sums, never averaged.
+the point's slice, n_i that slice's (non-spin) instructions and N the
+profile's: each region priced per instruction, so a partial slice (the
+run's last, or one that started late because a disk request held its
+checkpoint back) counts for what it is. Ratios (the remote share, a
+symbol's share of the stall) are taken from the estimated sums, never
+averaged.
 """
 from __future__ import annotations
 
@@ -32,17 +34,8 @@ class Region:
     point: int                  # the simulation point's slice in the profile
     weight: float               # its cluster's share of the profile's slices
     boundary: int               # the checkpoint's slice boundary (point - warm-up)
+    insns: float                # the measured slice's non-spin instructions
     figures: dict[str, float] = field(default_factory=dict)
-
-
-def slice_cost(rows: list[dict], index: int) -> tuple[int, int]:
-    """A slice's modeled time from a detailed run's slices (analysis.simpoint.read_slices
-    rows): the latest vCPU clock's advance, and all vCPUs' time summed."""
-    prev = rows[index - 1]["cpu_time_ps"] if index else rows[0]["start_ps"]
-    now = rows[index]["cpu_time_ps"]
-    if not prev or not now:
-        raise ValueError("the slices carry no modeled clocks (a detailed run's are needed)")
-    return max(now) - max(prev), sum(now) - sum(prev)
 
 
 def figures(result: dict, elapsed_ps: float, cpu_time_ps: float) -> dict[str, float]:
@@ -61,10 +54,11 @@ def figures(result: dict, elapsed_ps: float, cpu_time_ps: float) -> dict[str, fl
     return out
 
 
-def estimate(regions: list[Region], n_slices: float) -> dict[str, float]:
-    """n x sum w_i x_i for every figure any region has (0 where a region has none)."""
+def estimate(regions: list[Region], insns: float) -> dict[str, float]:
+    """insns x sum w_i x_i / n_i for every figure any region has (0 where a
+    region has none); insns: the profile's non-spin instructions."""
     names = sorted({k for r in regions for k in r.figures})
-    est = {k: n_slices * sum(r.weight * r.figures.get(k, 0.0) for r in regions) for k in names}
+    est = {k: insns * sum(r.weight * r.figures.get(k, 0.0) / r.insns for r in regions) for k in names}
     return derived(est)
 
 
@@ -83,12 +77,9 @@ def derived(f: dict[str, float]) -> dict[str, float]:
 def whole_run(result: dict, rows: list[dict]) -> dict[str, float]:
     """A full detailed run's figures, on the same definitions as a region's
     (its time summed over all its slices)."""
-    el = ct = 0
-    for i in range(len(rows)):
-        e, c = slice_cost(rows, i)
-        el += e
-        ct += c
-    return derived(figures(result, el, ct))
+    from analysis.simpoint import slice_costs
+    elapsed, total = slice_costs(rows)
+    return derived(figures(result, sum(elapsed), sum(total)))
 
 
 def errors(est: dict[str, float], actual: dict[str, float]) -> list[tuple[str, float, float | None, float | None]]:
@@ -103,6 +94,6 @@ def errors(est: dict[str, float], actual: dict[str, float]) -> list[tuple[str, f
     return out
 
 
-def length_in_slices(rows: list[dict], slice_insns: int) -> float:
-    """The profile's length in slices: its non-spin instructions over the slice length."""
-    return sum(r["insns"] for r in rows) / slice_insns
+def profile_insns(rows: list[dict]) -> int:
+    """The profile's non-spin instructions (what its slices cut)."""
+    return sum(r["insns"] for r in rows)

@@ -23,6 +23,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -34,6 +35,11 @@ QMP_ARGS = ["-global", "migration.store-global-state=off"]  # a restore starts t
 
 class RegionError(RuntimeError):
     pass
+
+
+# Set (Ctrl-C in the thread that drives a pool of regions): every machine
+# waiting for its stop is quit, so none runs on after the run is given up.
+STOP = threading.Event()
 
 
 def copy_disks(src: Path, dst: Path) -> None:
@@ -78,8 +84,9 @@ class _Machine:
             time.sleep(0.05)
         self.qmp = Qmp(sock)
 
-    def run_to_stop(self, deadline: float, what: str, work: Path) -> None:
-        """Start the restored machine and wait, silent, for the plugin's stop."""
+    def run_to_stop(self, deadline: float, what: str, work: Path, end_ok: bool = False) -> bool:
+        """Start the restored machine and wait, silent, for the plugin's stop
+        (True); end_ok: the guest powering off first is an end too (False)."""
         while self.qmp.cmd("query-status")["status"] == "inmigrate":  # loading: nothing runs yet
             time.sleep(0.05)
         self.qmp.events.clear()
@@ -90,13 +97,22 @@ class _Machine:
                 self.qmp.events.append(self.qmp._read())
             except (socket.timeout, TimeoutError):
                 pass
-            except SnapshotError:  # QEMU closed its socket
-                raise RegionError(f"the machine ended before {what}; see {work / 'console.log'}") from None
+            except SnapshotError:  # QEMU closed its socket: it is exiting
+                try:
+                    self.proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    raise RegionError(f"QEMU closed its QMP socket but runs on; see {work / 'qemu.log'}") from None
             if self.proc.poll() is not None:
-                raise RegionError(f"the machine ended before {what}; see {work / 'console.log'}")
+                if end_ok and self.proc.returncode == 0:
+                    return False
+                raise RegionError(f"the machine ended (QEMU exit status {self.proc.returncode}) before {what}; "
+                                  f"see {work / 'console.log'}")
+            if STOP.is_set():
+                raise RegionError(f"interrupted before {what}")
             if time.monotonic() > deadline:
                 raise RegionError(f"timeout: {what} not reached; see {work / 'console.log'}")
         self.qmp.sock.settimeout(30)
+        return True
 
     def close(self) -> None:
         try:
@@ -157,7 +173,8 @@ def region(cmd: list[str], work: Path, timeout_s: float) -> float:
     t0 = time.monotonic()
     m = _Machine(cmd, work)
     try:
-        m.run_to_stop(t0 + timeout_s, "the region's end", work)
+        # a point in the run's last slice: the guest powers off in it
+        m.run_to_stop(t0 + timeout_s, "the region's end", work, end_ok=True)
     finally:
         m.close()
     return time.monotonic() - t0

@@ -47,8 +47,10 @@ def main(argv: list[str]) -> int:
     except (InputError, experiments.ExperimentError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    from pipeline.worker import take_stop_signals
+    take_stop_signals()  # SIGTERM stops a run as Ctrl-C does (pipeline/worker.py)
     try:
-        builts = [build(p) for p in preps]
+        built = build(preps[0])  # the detailed run needs nothing more: the same kernel, snapshot and plugin
     except BuildError as e:
         print(f"error: {e}", file=sys.stderr)
         return e.status
@@ -57,9 +59,9 @@ def main(argv: list[str]) -> int:
     con = db.connect(dbpath)
     try:
         ids, walls = [], []
-        for p, b in zip(preps, builts):
+        for p in preps:
             t0 = time.monotonic()
-            rid, status = execute(p, b, con, dbpath, a.runs_dir)
+            rid, status = execute(p, built, con, dbpath, a.runs_dir)
             walls.append(time.monotonic() - t0)
             ids.append(rid)
             if status != "ok":

@@ -91,29 +91,33 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
             rr = simpoint.read_slices(d / "bbv.global.slices")
             if len(rr) <= p - b:
                 raise SamplingError(f"region {c}: {len(rr)} slices written, its measured slice is {p - b}; see {d}")
-            el, ct = sampling.slice_cost(rr, p - b)
+            elapsed, total = simpoint.slice_costs(rr[:p - b + 1])
+            el, ct = elapsed[-1], total[-1]
             row = {"run_id": run_id, "cluster": c, "point": p, "weight": w, "boundary": b, "warmup_slices": p - b,
                    "late_insns": meta.get(b, {}).get("late_insns", 0), "elapsed_ps": el, "cpu_time_ps": ct,
                    "detailed_insns": sum(r["insns"] + r["spin_insns"] for r in rr[:p - b + 1]),
                    "checkpoint_bytes": meta.get(b, {}).get("size"), "wall_s": round(wall, 2)}
             print(f"sampled: region {c} (slice {p}, from {b}): {el / 1e6:.3f} us elapsed, {wall:.1f} s", flush=True)
-            return sampling.Region(c, p, w, b, sampling.figures(timing.load_results(d / "timing.json"), el, ct)), row
+            return sampling.Region(c, p, w, b, rr[p - b]["insns"],
+                                   sampling.figures(timing.load_results(d / "timing.json"), el, ct)), row
 
         tr = time.monotonic()
         with ThreadPoolExecutor(max_workers=spec.sample_workers) as ex:
-            done = list(ex.map(region, points))
+            try:
+                done = list(ex.map(region, points))
+            except KeyboardInterrupt:
+                regions.STOP.set()  # the regions under way quit; the pool's exit waits for them
+                raise
         regions_s = time.monotonic() - tr
     except (SamplingError, simpoint.SimpointError, regions.RegionError, SnapshotError, timing.TimingError,
             OSError, ValueError) as e:
-        reason = f"sampling: {e}"
-        print(f"error: {reason}", flush=True)
-        with con:
-            con.execute("UPDATE runs SET status = 'failed', reason = ? WHERE id = ?", (reason, run_id))
-        return "failed"
+        return _give_up(con, run_id, "failed", f"sampling: {e}")
+    except KeyboardInterrupt:
+        return _give_up(con, run_id, "aborted", "interrupted (Ctrl-C) while sampling: no estimates")
     finally:
         for st in [*work.glob("ckpt-*/*.img"), *work.glob(f"ckpt-*/{STATE}")]:  # RAM and disks; meta.json stays
             st.unlink()
-    est = sampling.estimate([r for r, _ in done], sampling.length_in_slices(rows, spec.slice_insns))
+    est = sampling.estimate([r for r, _ in done], sampling.profile_insns(rows))
     store(con, run_id, spec.sample_max_k, picks, [row for _, row in done], est,
           {"checkpoint_wall_s": ckpt_s, "regions_wall_s": regions_s, "sampling_wall_s": time.monotonic() - t0,
            "profile_insns": sum(r["insns"] + r["spin_insns"] for r in rows),
@@ -121,6 +125,16 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
     print(f"sampled: {len(done)} regions; elapsed {est['elapsed_ps'] / 1e9:.3f} ms estimated "
           f"({time.monotonic() - t0:.0f} s: checkpoints {ckpt_s:.0f} s, regions {regions_s:.0f} s)", flush=True)
     return "ok"
+
+
+def _give_up(con, run_id: int, status: str, reason: str) -> str:
+    """The run keeps its guest's records, and says why it has no estimates."""
+    from engine import regions
+    regions.STOP.clear()
+    print(f"error: {reason}", flush=True)
+    with con:
+        con.execute("UPDATE runs SET status = ?, reason = ? WHERE id = ?", (status, reason, run_id))
+    return status
 
 
 def _machine(ctx, work: Path, boundary: int, name: str, mode: str, stop_after: int, run, warmup: int = 0):

@@ -4,6 +4,7 @@ the sampled run's option checks and the regions' projection onto workers
 import pytest
 
 from analysis import sampling
+from analysis.simpoint import slice_costs
 from pipeline import sampled
 from pipeline.spec import InputError, RunSpec, run_key
 
@@ -28,9 +29,10 @@ def result(stall, misses, remote, symbols=()):
 
 def test_a_slice_costs_the_latest_clock_s_advance_and_the_sum_of_all():
     rows = rows_of([(10, 4), (3, 7)])
-    assert sampling.slice_cost(rows, 0) == (10, 14)
+    elapsed, total = slice_costs(rows)
+    assert (elapsed[0], total[0]) == (10, 14)
     # the latest clock went from 1e6+10 to 1e6+13 (vCPU 0), though vCPU 1 moved 7
-    assert sampling.slice_cost(rows, 1) == (3, 10)
+    assert (elapsed[1], total[1]) == (3, 10)
 
 
 def test_two_planted_phases_are_estimated_exactly_from_one_slice_each():
@@ -39,9 +41,9 @@ def test_two_planted_phases_are_estimated_exactly_from_one_slice_each():
     cost = {"A": (100, 0), "B": (300, 0)}
     rows = rows_of([cost[p] for p in phases])
     res = {"A": result(60, 5, 0, [("memset", 60)]), "B": result(250, 20, 20, [("copy_page", 250)])}
-    regs = [sampling.Region(0, 2, 0.6, 1, sampling.figures(res["A"], 100, 100)),
-            sampling.Region(1, 8, 0.4, 7, sampling.figures(res["B"], 300, 300))]
-    est = sampling.estimate(regs, sampling.length_in_slices(rows, 1000))
+    regs = [sampling.Region(0, 2, 0.6, 1, 1000, sampling.figures(res["A"], 100, 100)),
+            sampling.Region(1, 8, 0.4, 7, 1000, sampling.figures(res["B"], 300, 300))]
+    est = sampling.estimate(regs, sampling.profile_insns(rows))
     full = {"cpus": [{"cpu": 0, "insns": 10000, "stall_ps": 6 * 60 + 4 * 250, "misses": 6 * 5 + 4 * 20,
                       "remote": 80}, {"cpu": 1, "insns": 0, "stall_ps": 0, "misses": 0, "remote": 0}],
             "symbols": [{"symbol": "memset", "stall_ps": 360}, {"symbol": "copy_page", "stall_ps": 1000}]}
@@ -56,9 +58,9 @@ def test_two_planted_phases_are_estimated_exactly_from_one_slice_each():
 
 def test_a_wrong_weight_shows_as_error_and_a_ratio_is_taken_from_the_sums():
     rows = rows_of([(100, 0)] * 5 + [(300, 0)] * 5)
-    regs = [sampling.Region(0, 0, 0.8, 0, sampling.figures(result(10, 10, 0), 100, 100)),
-            sampling.Region(1, 9, 0.2, 8, sampling.figures(result(10, 10, 10), 300, 300))]
-    est = sampling.estimate(regs, sampling.length_in_slices(rows, 1000))
+    regs = [sampling.Region(0, 0, 0.8, 0, 1000, sampling.figures(result(10, 10, 0), 100, 100)),
+            sampling.Region(1, 9, 0.2, 8, 1000, sampling.figures(result(10, 10, 10), 300, 300))]
+    est = sampling.estimate(regs, sampling.profile_insns(rows))
     assert est["elapsed_ps"] == pytest.approx(10 * (0.8 * 100 + 0.2 * 300))   # 1400 against 2000
     actual = sampling.whole_run(result(0, 0, 0), rows)
     err = dict((f, e) for f, _x, _a, e in sampling.errors(est, actual))
@@ -67,10 +69,15 @@ def test_a_wrong_weight_shows_as_error_and_a_ratio_is_taken_from_the_sums():
     assert est["remote_share"] == pytest.approx(0.2)
 
 
-def test_a_partial_last_slice_counts_as_its_share_of_a_slice():
-    rows = rows_of([(100, 0)] * 3)
+def test_a_region_is_priced_per_instruction_so_a_partial_slice_counts_for_what_it_is():
+    # 2.5 slices of 1000 instructions at 100 ps per slice (0.1 ps an instruction)
+    rows = rows_of([(100, 0), (100, 0), (50, 0)])
     rows[-1]["insns"] = 500
-    assert sampling.length_in_slices(rows, 1000) == 2.5
+    assert sampling.profile_insns(rows) == 2500
+    # the one point is the last, partial slice: 50 ps over its 500 instructions
+    part = sampling.Region(0, 2, 1.0, 1, 500, sampling.figures(result(0, 0, 0), 50, 50))
+    assert sampling.estimate([part], 2500)["elapsed_ps"] == pytest.approx(250)
+    assert sampling.whole_run(result(0, 0, 0), rows)["elapsed_ps"] == 250
 
 
 def test_a_figure_the_full_run_lacks_has_no_error():

@@ -40,14 +40,7 @@ static double on_node(char *p, size_t size, int node)
 	return (double)hit / N;
 }
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t xorshift(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
+static unsigned long long rng = 0x9e3779b97f4a7c15ull;  /* vl_rand's state */
 
 static void *chase(void **p, long n)
 {
@@ -117,12 +110,18 @@ static double pause_ns(long turns)
  */
 struct c2c_arg { int cpu; char *buf; uint32_t *order; size_t lines; };
 
+/* each line of buf points at the next in order (the chase's links) */
+static void link_lines(char *buf, const uint32_t *order, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		*(void **)(buf + (size_t)order[i] * 64) = buf + (size_t)order[(i + 1) % n] * 64;
+}
+
 static void *c2c_writer(void *arg)
 {
 	struct c2c_arg *a = arg;
 	vl_pin(a->cpu);
-	for (size_t i = 0; i < a->lines; i++)
-		*(void **)(a->buf + (size_t)a->order[i] * 64) = a->buf + (size_t)a->order[(i + 1) % a->lines] * 64;
+	link_lines(a->buf, a->order, a->lines);  /* every line now modified in this CPU's cache */
 	return NULL;
 }
 
@@ -133,12 +132,7 @@ static void c2c(int reader, int writer, int rnode, int wnode, int home, int dist
 	uint32_t *order = malloc(lines * sizeof *order);
 	if (!buf || !order || lines < 8)
 		return;
-	for (size_t i = 0; i < lines; i++)
-		order[i] = (uint32_t)i;
-	for (size_t i = lines - 1; i > 0; i--) {
-		size_t j = xorshift() % i;
-		uint32_t t = order[i]; order[i] = order[j]; order[j] = t;
-	}
+	vl_random_cycle(order, lines, &rng);
 	struct c2c_arg a = {writer, buf, order, lines};
 	pthread_t th;
 	pthread_create(&th, NULL, c2c_writer, &a);
@@ -251,15 +245,8 @@ int main(int argc, char **argv)
 			perror("latprobe: mmap");
 			return 1;
 		}
-		/* Sattolo's shuffle: one cycle through every line */
-		for (size_t i = 0; i < lines; i++)
-			order[i] = (uint32_t)i;
-		for (size_t i = lines - 1; i > 0; i--) {
-			size_t j = xorshift() % i;
-			uint32_t t = order[i]; order[i] = order[j]; order[j] = t;
-		}
-		for (size_t i = 0; i < lines; i++)
-			*(void **)(buf + (size_t)order[i] * 64) = buf + (size_t)order[(i + 1) % lines] * 64;
+		vl_random_cycle(order, lines, &rng);
+		link_lines(buf, order, lines);
 		void **p = (void **)(buf + (size_t)order[0] * 64);
 		p = chase(p, (long)lines);  /* warm-up lap: TLB and caches in steady state */
 		long loads = laps * (long)(lines & ~7ul);

@@ -30,6 +30,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +104,20 @@ static inline unsigned long long vl_rand(unsigned long long *s)
 	x ^= x >> 27;
 	*s = x;
 	return x * 0x2545f4914f6cdd1dULL;
+}
+
+/* Sattolo's shuffle: order becomes 0..n-1 arranged as one random cycle (a
+ * pointer chase through it visits every element before it repeats) */
+static inline void vl_random_cycle(uint32_t *order, size_t n, unsigned long long *s)
+{
+	for (size_t i = 0; i < n; i++)
+		order[i] = (uint32_t)i;
+	for (size_t i = n - 1; i > 0; i--) {
+		size_t j = vl_rand(s) % i;
+		uint32_t t = order[i];
+		order[i] = order[j];
+		order[j] = t;
+	}
 }
 
 /* ---- /proc and /sys readers (proc.c) -------------------------------------- */

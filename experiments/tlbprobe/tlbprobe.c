@@ -92,14 +92,7 @@ static void reach(int cpu, long mib, int huge, long loads)
 	}
 	memset(buf, 1, size); /* first touch: faults (and huge pages) outside the timed loop */
 	uint32_t *order = malloc(pages * sizeof *order);
-	for (size_t i = 0; i < pages; i++)
-		order[i] = (uint32_t)i;
-	for (size_t i = pages - 1; i > 0; i--) { /* Sattolo: one cycle */
-		size_t j = vl_rand(&rng) % i;
-		uint32_t t = order[i];
-		order[i] = order[j];
-		order[j] = t;
-	}
+	vl_random_cycle(order, pages, &rng);
 	/* the line within the page: bits 6-11 of the address from the page number's bits 4-9, so with
 	 * bits 12-15 (the page's own) the lines cover a 1 MiB 16-way L2's 1024 sets evenly on contiguous
 	 * (huge) pages too, instead of crowding 64 of them */
