@@ -66,6 +66,11 @@ class Vectors:
     def instructions(self) -> np.ndarray:
         return np.bincount(self.rows, weights=self.counts, minlength=self.n)
 
+    def first(self, n: int) -> "Vectors":
+        """The first n intervals only."""
+        keep = self.rows < n
+        return Vectors(self.path, self.rows[keep], self.cols[keep], self.counts[keep], n, self.dims)
+
 
 def read_bb(path: Path) -> Vectors:
     """Parses a SimPoint .bb file; SimpointError on anything SimPoint 3.2 would

@@ -152,3 +152,12 @@ def test_an_estimate_from_the_points_alone_against_every_slice():
     assert e["error_pct"] > 0
     with pytest.raises(sp.SimpointError, match="detailed run"):
         sp.estimate(picks, [{"cpu_time_ps": [], "start_ps": None}])
+
+
+def test_the_first_intervals_are_the_vectors_without_the_rest(tmp_path):
+    path = tmp_path / "v.bb"
+    path.write_text("T:1:5 :2:5\nT:2:10\nT:3:4\n")
+    vec = sp.read_bb(path).first(2)
+    assert vec.n == 2 and vec.dims == 3
+    assert vec.instructions().tolist() == [10, 10]
+    assert vec.normalised().shape == (2, 3)
