@@ -79,8 +79,9 @@ def prepare(spec: RunSpec) -> Prepared:
             disk_model = disks.get(disk_name, where="--disk" if spec.disk else f"{topo.path}: field 'disk.model'")
         elif spec.disk and spec.disk != "host":
             disks.get(spec.disk)  # a misspelt name is still an error
-        if spec.timing not in ("off", "fast", "detailed", "sampled"):
-            raise timing.TimingError(f"--timing: expected off, fast, detailed or sampled, got {spec.timing!r}")
+        if spec.timing not in (*timing.MODES, "sampled"):
+            raise timing.TimingError(f"--timing: expected one of {', '.join(timing.MODES)} or sampled, "
+                                     f"got {spec.timing!r}")
         if spec.timing != "off":
             timing.check(topo, plugin_mode(spec), spec.qemu_mode)
         if spec.timing == "sampled":
