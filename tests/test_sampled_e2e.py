@@ -15,8 +15,8 @@ pytestmark = pytest.mark.boot
 TOPO = str(REPO / "tests" / "data" / "x86-1c-small.toml")
 ARGS = ["-t", TOPO, "-e", "memeater", "-p", "chunks=2,cycles=2,chunk_frac=0.25,swap=none",
         "--slice-insns", "2000000", "--sample-max-k", "4"]
-# Measured 2026-11-26: -18.5 % (31 slices, k = 4). Not the 2 % SimPoint gets
-# on long CPU-bound runs: this run is 31 slices with a one-slice warm-up, and
+# Measured 2026-11-26: -9.6 % (30 full slices, k = 4). Not the 2 % SimPoint
+# gets on long CPU-bound runs: this run is 30 slices with a one-slice warm-up, and
 # its elapsed time holds idle periods (the guest between phases) that no
 # basic-block vector sees (docs/sampling.md). The bound catches a broken
 # estimator (a wrong weight, a region measuring the wrong slice), not noise.
