@@ -104,8 +104,10 @@ TABLES = {
     "sample_estimates": ("A --timing sampled run's estimates of the whole run's modeled figures "
                          "(analysis/sampling.py: slices x the weighted regions' figures), and after "
                          "./run.py sample-check the full detailed run's value and the error.",
-                         {"figure": "elapsed_ps, cpu_time_ps, total.<counter> (summed over CPUs), cpuN.stall_ps, "
-                                    "remote_share, symbol.<name>.stall_ps or .stall_share",
+                         {"figure": "elapsed_ps (busy_ps from the regions per instruction + idle_ps, the "
+                                    "machine's idle time as the profile measured it), elapsed_ps.per_insn (all "
+                                    "of it per instruction), cpu_time_ps, total.<counter> (summed over CPUs), "
+                                    "cpuN.stall_ps, remote_share, symbol.<name>.stall_ps or .stall_share",
                           "actual": "the full detailed run's value (NULL before sample-check, or if it has none)",
                           "error_pct": "100 x (estimated - actual) / actual",
                           "check_run_id": "the full detailed run it was checked against"}),

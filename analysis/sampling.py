@@ -16,6 +16,21 @@ run's last, or one that started late because a disk request held its
 checkpoint back) counts for what it is. Ratios (the remote share, a
 symbol's share of the stall) are taken from the estimated sums, never
 averaged.
+
+Elapsed time is the exception: part of it is the machine's idle time
+(every vCPU halted, waiting for a timer or the disk), which is not
+proportional to instructions and which no vector sees, so two slices of
+the same code with unlike waits fall into one cluster. The profile
+measured its own idle time, slice by slice (plugin_bbv.c): the estimate
+is the regions' busy time (elapsed less idle) per instruction, plus the
+profile's idle time,
+
+    elapsed = N x sum_i w_i (elapsed_i - idle_i) / n_i + sum_s idle_s,
+
+which assumes a wait lasts as long under the detailed model as under the
+fast one (a disk request or a timer does; a wait that overlaps work done
+faster or slower does not). `elapsed_ps.per_insn` keeps the plain
+per-instruction estimate beside it.
 """
 from __future__ import annotations
 
@@ -38,11 +53,14 @@ class Region:
     figures: dict[str, float] = field(default_factory=dict)
 
 
-def figures(result: dict, elapsed_ps: float, cpu_time_ps: float) -> dict[str, float]:
+def figures(result: dict, elapsed_ps: float, cpu_time_ps: float, idle_ps: float = 0.0) -> dict[str, float]:
     """The additive figures of one timing result (a region's measured slice,
-    or a whole run): time, per-vCPU stall, counters summed over the CPUs,
-    and each symbol's stall."""
-    out = {"elapsed_ps": float(elapsed_ps), "cpu_time_ps": float(cpu_time_ps)}
+    or a whole run): time (elapsed, the machine's idle part of it and the
+    rest, busy), per-vCPU stall, counters summed over the CPUs, and each
+    symbol's stall."""
+    idle = min(float(idle_ps), float(elapsed_ps))
+    out = {"elapsed_ps": float(elapsed_ps), "cpu_time_ps": float(cpu_time_ps), "idle_ps": idle,
+           "busy_ps": float(elapsed_ps) - idle}
     for c in result.get("cpus", []):
         out[f"cpu{c['cpu']}.stall_ps"] = float(c.get("stall_ps", 0))
         for k in ADDITIVE:
@@ -54,11 +72,17 @@ def figures(result: dict, elapsed_ps: float, cpu_time_ps: float) -> dict[str, fl
     return out
 
 
-def estimate(regions: list[Region], insns: float) -> dict[str, float]:
+def estimate(regions: list[Region], insns: float, idle_ps: float | None = None) -> dict[str, float]:
     """insns x sum w_i x_i / n_i for every figure any region has (0 where a
-    region has none); insns: the profile's non-spin instructions."""
+    region has none); insns: the profile's non-spin instructions. idle_ps:
+    the profile's idle time, if it measured it: elapsed is then the regions'
+    busy time per instruction plus that (the module's docstring)."""
     names = sorted({k for r in regions for k in r.figures})
     est = {k: insns * sum(r.weight * r.figures.get(k, 0.0) / r.insns for r in regions) for k in names}
+    if idle_ps is not None and "busy_ps" in est:
+        est["elapsed_ps.per_insn"] = est["elapsed_ps"]
+        est["idle_ps"] = float(idle_ps)
+        est["elapsed_ps"] = est["busy_ps"] + float(idle_ps)
     return derived(est)
 
 
@@ -79,7 +103,9 @@ def whole_run(result: dict, rows: list[dict]) -> dict[str, float]:
     (its time summed over all its slices)."""
     from analysis.simpoint import slice_costs
     elapsed, total = slice_costs(rows)
-    return derived(figures(result, sum(elapsed), sum(total)))
+    out = figures(result, sum(elapsed), sum(total), profile_idle(rows))
+    out["elapsed_ps.per_insn"] = out["elapsed_ps"]  # what either elapsed estimate is set against
+    return derived(out)
 
 
 def errors(est: dict[str, float], actual: dict[str, float]) -> list[tuple[str, float, float | None, float | None]]:
@@ -97,3 +123,8 @@ def errors(est: dict[str, float], actual: dict[str, float]) -> list[tuple[str, f
 def profile_insns(rows: list[dict]) -> int:
     """The profile's non-spin instructions (what its slices cut)."""
     return sum(r["insns"] for r in rows)
+
+
+def profile_idle(rows: list[dict]) -> float:
+    """The machine's idle time over the slices (0 where not measured)."""
+    return float(sum(r.get("idle_ps") or 0 for r in rows))

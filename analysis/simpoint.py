@@ -112,7 +112,10 @@ def read_slices(path: Path) -> list[dict]:
     block crossed the boundary, that block's pc and execution count), every
     vCPU's instruction count at its end and, from a detailed run, every
     vCPU's modeled clock at its end (`cpu_time_ps`) and at the first
-    slice's start (`start_ps`, on every row)."""
+    slice's start (`start_ps`, on every row); the machine's clock at its
+    end (`machine_ps`, 0: unknown) and idle time in it (`idle_ps`), and
+    its cache-filter misses by hop class (`miss_hops`, a sampled profile's),
+    where the plugin wrote them."""
     try:
         lines = Path(path).read_text().splitlines()
     except OSError as e:
@@ -135,8 +138,29 @@ def read_slices(path: Path) -> list[dict]:
             raise SimpointError(f"{path}: line {i}: expected whole numbers (the marker's pc in hex)") from None
         out.append({**{n: row[n] for n in names[:7]},
                     "cpu_insns": [row[n] for n in names if n.startswith("insns_cpu")],
-                    "cpu_time_ps": [row[n] for n in names if n.startswith("time_ps_cpu")], "start_ps": start})
+                    "cpu_time_ps": [row[n] for n in names if n.startswith("time_ps_cpu")], "start_ps": start,
+                    "machine_ps": row.get("machine_ps"), "idle_ps": row.get("idle_ps", 0),
+                    "miss_hops": [row[n] for n in names if n.startswith("miss_hop")]})
     return out
+
+
+def mem_features(slices: list[dict], latency_ns: list[float]) -> np.ndarray | None:
+    """Per slice, its cache-filter misses by hop class (a profile's
+    `miss_hopH` columns) as the time they would cost: misses per
+    instruction x the class's latency (latency_ns[h]), in units of the
+    run's mean slice's (so 1 is an average slice's memory time, whatever
+    the machine); None where the slices have none. A chase over a cached, a
+    local and a remote buffer runs the same blocks and differs only here;
+    weighted by time, a slice that pays 50x the others' memory time cannot
+    share their cluster, while cheap slices differ here by little and are
+    told apart by their blocks."""
+    if not slices or not slices[0]["miss_hops"]:
+        return None
+    counts = np.array([s["miss_hops"] for s in slices], dtype=float)
+    insns = np.array([max(s["insns"], 1) for s in slices], dtype=float)
+    t = counts / insns[:, None] * np.asarray(latency_ns[:counts.shape[1]], dtype=float)[None, :]
+    mean = t.sum(axis=1).mean()
+    return t / mean if mean > 0 else t
 
 
 def slice_costs(slices: list[dict]) -> tuple[list[int], list[int]]:
@@ -198,13 +222,22 @@ def bic(x: np.ndarray, w: np.ndarray, labels: np.ndarray, centers: np.ndarray) -
     return loglik - params / 2 * math.log(r)
 
 
-def cluster(vec: Vectors, max_k: int, dim: int = DIM, seed: int = 1, seeds: int = SEEDS, k: int | None = None) -> Picks:
-    """k: cluster into exactly k (SimPoint's -k K) instead of choosing k by the BIC."""
+def cluster(vec: Vectors, max_k: int, dim: int = DIM, seed: int = 1, seeds: int = SEEDS, k: int | None = None,
+            extra: np.ndarray | None = None) -> Picks:
+    """k: cluster into exactly k (SimPoint's -k K) instead of choosing k by the BIC.
+    extra: per interval, more dimensions appended to the projected vectors
+    (ours, not SimPoint's: a sampled run's memory accesses per instruction by
+    hop class, mem_features), so that intervals running the same blocks on
+    data at other distances fall apart."""
     from sklearn.cluster import KMeans
 
     if not 1 <= max_k <= vec.n:
         raise SimpointError(f"{vec.path}: max_k: expected 1..{vec.n} (the number of intervals), got {max_k}")
     x = project(vec.normalised(), dim, seed)
+    if extra is not None:
+        if extra.shape[0] != vec.n:
+            raise SimpointError(f"{vec.path}: {extra.shape[0]} rows of extra dimensions for {vec.n} intervals")
+        x = np.hstack([x, extra])
     w = np.full(vec.n, 1.0 / vec.n)   # fixed-length intervals: each weighs the same
     runs = {}
     fixed = k

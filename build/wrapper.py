@@ -53,6 +53,15 @@ def build(cache: Path, variant, arch: str, experiment: str, timing: bool = False
     cache.mkdir(parents=True, exist_ok=True)
     print(f"build: kernel {variant.label()}, initramfs {arch}/{experiment}, QEMU + vmlab series"
           f"{', timing plugin' if timing else ''} (cache {cache})", flush=True)
+    # The kernel first, outside the build lock: it has its own lock per arch x
+    # flavor tree (images/kernel.build), so while one run compiles a kernel
+    # (minutes, a patch set's relink mostly on one core) runs whose images are
+    # built go on, and another tree builds beside it (a cold CI: the lockstat
+    # and the default tree at once). SCons below finds it built.
+    try:
+        kernel.build(cache, variant)
+    except kernel.BuildError as e:  # a patch that does not apply, a missing source: one line
+        raise BuildFailed(str(e), e.status) from None
     # SCons prints each action it runs (and "... is up to date" otherwise):
     # any other line means something was built.
     # From the repo root, with repo-relative paths in every command, so a

@@ -42,7 +42,14 @@ FLAVORS = ("default", "lockstat")
 
 
 class BuildError(RuntimeError):
-    pass
+    """Bad input the build found (status 2): a patch that does not apply, a
+    missing source, an option Kconfig dropped."""
+    status = 2
+
+
+class CompileError(BuildError):
+    """make itself failed (status 1)."""
+    status = 1
 
 
 @dataclass(frozen=True)
@@ -152,12 +159,18 @@ def pristine_source(cache: Path) -> Path:
     dst = cache / "src" / f"{SOURCE_PACKAGE}_{ver}"
     if (dst / "Makefile").is_file():
         return dst
-    tmp = dst.with_name(dst.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    print(f"  kernel: unpacking {SOURCE_TARBALL} ...", flush=True)
-    subprocess.run(["tar", "-xf", str(SOURCE_TARBALL), "-C", str(tmp), "--strip-components=1"], check=True)
-    tmp.rename(dst)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    # two trees (arch x flavor) building at once unpack it once
+    with open(dst.parent / f"{dst.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (dst / "Makefile").is_file():
+            return dst
+        tmp = dst.with_name(dst.name + ".partial")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        print(f"  kernel: unpacking {SOURCE_TARBALL} ...", flush=True)
+        subprocess.run(["tar", "-xf", str(SOURCE_TARBALL), "-C", str(tmp), "--strip-components=1"], check=True)
+        tmp.rename(dst)
     return dst
 
 
@@ -272,10 +285,12 @@ def build(cache: Path, v: Variant, jobs: int | None = None) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one build per arch x flavor tree at a time
         if (out / "meta.json").is_file():  # built meanwhile by another process
             return out
-        return _build_locked(cache, v, out, jobs)
+        return _build_locked(cache, v, out, jobs, lock.fileno())
 
 
-def _build_locked(cache: Path, v: Variant, out: Path, jobs: int | None) -> Path:
+def _build_locked(cache: Path, v: Variant, out: Path, jobs: int | None, lock_fd: int) -> Path:
+    """lock_fd: the tree's lock, inherited by make, so that a caller killed
+    outright leaves no make writing the tree unlocked beside the next build."""
     a = ARCHES[v.arch]
     src = work_source(cache, v)
     bdir = cache / "build" / f"{v.arch}-{v.flavor}"
@@ -295,7 +310,7 @@ def _build_locked(cache: Path, v: Variant, out: Path, jobs: int | None) -> Path:
         r = subprocess.run(make + [f"KCONFIG_ALLCONFIG={allconfig}", "allnoconfig"], env=env,
                            stdout=lf, stderr=subprocess.STDOUT)
     if r.returncode:
-        raise BuildError(f"kernel {v.label()}: configuration failed, see {log}")
+        raise CompileError(f"kernel {v.label()}: configuration failed, see {log}")
     check_config(bdir / ".config", frags)
     jobs = jobs or os.cpu_count() or 1
     stats_file = cache / "kernels" / "stats.json"
@@ -305,7 +320,7 @@ def _build_locked(cache: Path, v: Variant, out: Path, jobs: int | None) -> Path:
     last = 0.0
     with open(log, "a") as lf:
         p = subprocess.Popen(make + [f"-j{jobs}", a["target"]], env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True, errors="replace")
+                             stderr=subprocess.STDOUT, text=True, errors="replace", pass_fds=(lock_fd,))
         for line in p.stdout:
             lf.write(line)
             if line.startswith(("  CC ", "  AS ")):
@@ -318,7 +333,7 @@ def _build_locked(cache: Path, v: Variant, out: Path, jobs: int | None) -> Path:
         rc = p.wait()
     if rc:
         tail = "".join(log.read_text(errors="replace").splitlines(True)[-15:])
-        raise BuildError(f"kernel {v.label()}: build failed, see {log}\n{tail}")
+        raise CompileError(f"kernel {v.label()}: build failed, see {log}\n{tail}")
     release = subprocess.run(make + ["-s", "kernelrelease"], env=env, capture_output=True, text=True).stdout.strip()
     if compiled > 50:  # a full build; a small incremental one says nothing about the total
         stats[f"{v.arch}-{v.flavor}"] = compiled

@@ -129,15 +129,17 @@ def guest_disks(plan, topo, restored: bool) -> tuple[str, str]:
     return swap_dev, ("/dev/vdb" if on_disk or restored else "/dev/vda") if data_mib > 0 else ""
 
 
-def timing_conf(prep: Prepared, built, mode: str, d: Path, restored: bool) -> str:
+def timing_conf(prep: Prepared, built, mode: str, d: Path, restored: bool, profile: bool = False) -> str:
     """The timing plugin's configuration for a machine run in directory d
     (its results and vectors go there): the run's own, or a sampled run's
-    checkpoint segment or region in another mode."""
+    checkpoint segment or region in another mode. profile: a sampled run's
+    profile, whose slices also count memory accesses by hop class."""
     spec, topo = prep.spec, prep.topo
     return timing.config_text(topo, mode, d / "timing.json", symbols=built.kernel_dir / "System.map", bbv_dir=d,
                               qemu_mode=spec.qemu_mode, stalls=not spec.no_stalls,
                               price_from_marker=not restored and topo.guest_isa == "x86_64",
-                              warmup_insns=spec.warmup_insns, interval=spec.slice_insns, restored=restored)
+                              warmup_insns=spec.warmup_insns, interval=spec.slice_insns, restored=restored,
+                              mem_hops=profile)
 
 
 def plugin_mode(spec: RunSpec) -> str:
@@ -288,7 +290,8 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
     if spec.timing != "off":
         timing_out = rdir / "timing.json"
         conf_path = rdir / "timing.conf"
-        conf_path.write_text(timing_conf(prep, built, plugin_mode(spec), rdir, restored))
+        conf_path.write_text(timing_conf(prep, built, plugin_mode(spec), rdir, restored,
+                                         profile=spec.timing == "sampled"))
         plugin = (built.plugin, conf_path)
     stalls = stalls_charged(spec)
     if snap_failed:

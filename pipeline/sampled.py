@@ -74,7 +74,9 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
         if spec.sample_max_k > vec.n:
             raise SamplingError(f"--sample-max-k {spec.sample_max_k}: above the profile's {vec.n} full slices of "
                                 f"{spec.slice_insns} instructions (a smaller --slice-insns gives more)")
-        picks = simpoint.cluster(vec, spec.sample_max_k, seed=1)
+        topo = ctx.prep.topo
+        lat = [topo.local_latency_ns + h * topo.hop_latency_ns for h in range(max(map(max, topo.hops)) + 1)]
+        picks = simpoint.cluster(vec, spec.sample_max_k, seed=1, extra=simpoint.mem_features(rows[:vec.n], lat))
         points = [(c, p, w) for c, (p, w) in enumerate(zip(picks.points, picks.weights)) if p >= 0]
         bounds = sorted({max(0, p - spec.sample_warmup) for _c, p, _w in points} - {0})
         print(f"sampled: {vec.n} slices, k = {picks.k}: points "
@@ -98,14 +100,14 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
             if len(rr) <= p - b:
                 raise SamplingError(f"region {c}: {len(rr)} slices written, its measured slice is {p - b}; see {d}")
             elapsed, total = simpoint.slice_costs(rr[:p - b + 1])
-            el, ct = elapsed[-1], total[-1]
+            el, ct, idle = elapsed[-1], total[-1], rr[p - b].get("idle_ps") or 0
             row = {"run_id": run_id, "cluster": c, "point": p, "weight": w, "boundary": b, "warmup_slices": p - b,
                    "late_insns": meta.get(b, {}).get("late_insns", 0), "elapsed_ps": el, "cpu_time_ps": ct,
                    "detailed_insns": sum(r["insns"] + r["spin_insns"] for r in rr[:p - b + 1]),
                    "checkpoint_bytes": meta.get(b, {}).get("size"), "wall_s": round(wall, 2)}
             print(f"sampled: region {c} (slice {p}, from {b}): {el / 1e6:.3f} us elapsed, {wall:.1f} s", flush=True)
             return sampling.Region(c, p, w, b, rr[p - b]["insns"],
-                                   sampling.figures(timing.load_results(d / "timing.json"), el, ct)), row
+                                   sampling.figures(timing.load_results(d / "timing.json"), el, ct, idle)), row
 
         tr = time.monotonic()
         with ThreadPoolExecutor(max_workers=spec.sample_workers) as ex:
@@ -123,7 +125,7 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
     finally:
         for st in [*work.glob("ckpt-*/*.img"), *work.glob(f"ckpt-*/{STATE}")]:  # RAM and disks; meta.json stays
             st.unlink()
-    est = sampling.estimate([r for r, _ in done], sampling.profile_insns(rows))
+    est = sampling.estimate([r for r, _ in done], sampling.profile_insns(rows), sampling.profile_idle(rows))
     store(con, run_id, spec.sample_max_k, picks, [row for _, row in done], est,
           {"checkpoint_wall_s": ckpt_s, "regions_wall_s": regions_s, "sampling_wall_s": time.monotonic() - t0,
            "profile_insns": sum(r["insns"] + r["spin_insns"] for r in rows),

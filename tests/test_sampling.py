@@ -110,3 +110,31 @@ def test_regions_are_projected_longest_first_onto_the_least_loaded_worker():
     assert sampled.projection(walls, 1) == 30
     assert sampled.projection(walls, 2) == 16        # 10+4+2 / 8+6
     assert sampled.projection(walls, 8) == 10
+
+
+def test_idle_time_comes_from_the_profile_and_only_busy_time_is_priced_per_instruction():
+    # 10 slices of the same code and the same busy time (100); two of them
+    # wait for the disk (900 idle each). One cluster, its point a slice
+    # without a wait: per instruction, the waits vanish from the estimate.
+    idle = [0] * 8 + [900, 900]
+    rows = rows_of([(100 + i, 0) for i in idle])
+    for r, i in zip(rows, idle):
+        r["idle_ps"] = i
+    point = sampling.Region(0, 3, 1.0, 2, 1000, sampling.figures(result(0, 0, 0), 100, 100, idle_ps=0))
+    actual = sampling.whole_run(result(0, 0, 0), rows)
+    assert (actual["elapsed_ps"], actual["idle_ps"], actual["busy_ps"]) == (2800, 1800, 1000)
+    plain = sampling.estimate([point], sampling.profile_insns(rows))
+    assert plain["elapsed_ps"] == pytest.approx(1000)   # -64 %: what the waits cost a plain estimate
+    est = sampling.estimate([point], sampling.profile_insns(rows), sampling.profile_idle(rows))
+    assert est["elapsed_ps"] == pytest.approx(2800) and est["idle_ps"] == 1800
+    assert est["elapsed_ps.per_insn"] == pytest.approx(1000)
+    errs = {f: e for f, _x, _a, e in sampling.errors(est, actual)}
+    assert errs["elapsed_ps"] == pytest.approx(0) and errs["elapsed_ps.per_insn"] == pytest.approx(-1800 / 28)
+    # a point that waited itself: its wait is not priced per instruction either
+    waited = sampling.Region(0, 8, 1.0, 7, 1000, sampling.figures(result(0, 0, 0), 1000, 1000, idle_ps=900))
+    assert sampling.estimate([waited], 10_000, 1800)["elapsed_ps"] == pytest.approx(2800)
+
+
+def test_an_idle_time_longer_than_the_slice_is_capped_at_its_elapsed_time():
+    f = sampling.figures(result(0, 0, 0), 100, 100, idle_ps=150)
+    assert (f["idle_ps"], f["busy_ps"]) == (100, 0)

@@ -161,3 +161,42 @@ def test_the_first_intervals_are_the_vectors_without_the_rest(tmp_path):
     assert vec.n == 2 and vec.dims == 3
     assert vec.instructions().tolist() == [10, 10]
     assert vec.normalised().shape == (2, 3)
+
+
+def test_the_slices_file_s_machine_clock_idle_time_and_hop_counts_are_read(tmp_path):
+    p = tmp_path / "bbv.global.slices"
+    p.write_text("# slice insns spin_insns dropped_insns marker_cpu marker_pc marker_count insns_cpu0 insns_cpu1 "
+                 "machine_ps idle_ps miss_hop0 miss_hop1\n"
+                 "0 1000 5 0 1 0x4000 7 600 405 123456 789 300 10\n"
+                 "1 400 0 0 2 0x0 0 800 605 0 0 20 100\n")
+    rows = sp.read_slices(p)
+    assert rows[0]["cpu_insns"] == [600, 405] and rows[0]["marker_pc"] == 0x4000
+    assert (rows[0]["machine_ps"], rows[0]["idle_ps"], rows[0]["miss_hops"]) == (123456, 789, [300, 10])
+    # misses per instruction x latency (80 ns local, 140 ns one hop), over the mean slice's
+    f = sp.mem_features(rows, [80.0, 140.0])
+    t = np.array([[0.3 * 80, 0.01 * 140], [0.05 * 80, 0.25 * 140]])
+    assert f.shape == (2, 2) and f == pytest.approx(t / t.sum(axis=1).mean())
+    # an older file (or a run without memory counts) has none of them
+    p.write_text("# slice insns spin_insns dropped_insns marker_cpu marker_pc marker_count insns_cpu0\n"
+                 "0 1000 0 0 0 0x10 1 1000\n")
+    old = sp.read_slices(p)
+    assert old[0]["idle_ps"] == 0 and old[0]["miss_hops"] == [] and sp.mem_features(old, [80.0]) is None
+
+
+def test_hop_counts_split_slices_that_run_the_same_blocks_on_data_at_other_distances(tmp_path):
+    # one phase's blocks for 20 slices: the first 12 read local memory, the
+    # last 8 the other node's (0.4 accesses an instruction, as a chase does)
+    p = tmp_path / "chase.bb"
+    p.write_text(bb_text(["A"] * 20, jitter=20))
+    vec = sp.read_bb(p)
+    split = {frozenset(range(12)), frozenset(range(12, 20))}
+
+    def groups(picks):
+        return {frozenset(np.flatnonzero(picks.labels == c).tolist()) for c in range(picks.k)}
+    assert not split & groups(sp.cluster(vec, max_k=6))     # the blocks alone do not see it
+    extra = np.array([[0.4, 0.0]] * 12 + [[0.0, 0.4]] * 8)
+    picks = sp.cluster(vec, max_k=6, extra=extra)
+    assert groups(picks) == split and picks.k == 2
+    assert sorted(picks.weights) == pytest.approx([0.4, 0.6])
+    with pytest.raises(sp.SimpointError, match="extra"):
+        sp.cluster(vec, max_k=6, extra=extra[:5])

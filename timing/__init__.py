@@ -140,7 +140,8 @@ def check(topo, mode: str, qemu_mode: str = "icount") -> None:
 
 def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir: Path | None = None,
                 interval: int = 100_000_000, qemu_mode: str = "icount", stalls: bool = True,
-                price_from_marker: bool = False, warmup_insns: int = 0, restored: bool = False) -> str:
+                price_from_marker: bool = False, warmup_insns: int = 0, restored: bool = False,
+                mem_hops: bool = False) -> str:
     """stalls: in detailed mode, charge every access's modeled latency beyond
     an L1 hit to the running vCPU's clock (our QEMU's series), so the guest
     feels it; without per-vCPU clocks (mttcg) QEMU refuses them.
@@ -150,7 +151,9 @@ def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir
     warmup_insns: the first instructions priced (all vCPUs together) only
     warm the model; its figures count from the end of the warm-up.
     restored: the guest's kernel is up from the first block (a restore may
-    start in user space: its blocks are the user's, not the boot's)."""
+    start in user space: its blocks are the user's, not the boot's).
+    mem_hops: the machine-wide slices count loads and stores by hops to
+    their home node (a sampled run's profile: where its data lives)."""
     check(topo, mode, qemu_mode)
     caches = {c.name: c for c in topo.caches}
     l1, l2 = caches["l1d"], caches["l2"]
@@ -184,6 +187,8 @@ def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir
         # machine-wide slices need one vCPU at a time: round-robin TCG under -icount (plugin_bbv.c)
         lines += [f"plugin.bbv_dir {bbv_dir}", f"plugin.interval {interval}",
                   f"plugin.global_bbv {'on' if qemu_mode == 'icount' else 'off'}"]
+        if mem_hops:
+            lines.append("plugin.mem_hops on")
     for n in range(topo.nodes):
         lines += [f"cpu_node {c} {n}" for c in topo.node_cpus(n)]
     lines += [f"hops {i} " + " ".join(map(str, row)) for i, row in enumerate(topo.hops)]

@@ -41,6 +41,11 @@ int vm_ncpus(const model_t *m);
 int vm_mode_detailed(const model_t *m);   /* 0: fast (counts + BBVs only) */
 uint64_t vm_kernel_base(const model_t *m);
 uint32_t vm_line_bytes(const model_t *m);
+/* Hops from cpu's node to paddr's home node (-1: no node's memory), and how
+ * many such classes the machine has (its largest hop count + 1): the sampled
+ * profile's memory-by-distance counts (plugin_bbv.c), in every mode. */
+int vm_hop_class(const model_t *m, int cpu, uint64_t paddr);
+int vm_hop_classes(const model_t *m);
 
 /* Symbol of a kernel text address (VM_SYM_KERNEL_OTHER if none). */
 uint32_t vm_symbol(const model_t *m, uint64_t vaddr);

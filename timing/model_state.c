@@ -183,6 +183,20 @@ int vm_mode_detailed(const model_t *m) { return m->detailed; }
 uint64_t vm_kernel_base(const model_t *m) { return m->kernel_base; }
 uint32_t vm_line_bytes(const model_t *m) { return 1u << m->line_shift; }
 
+int vm_hop_class(const model_t *m, int cpu, uint64_t paddr) {
+    uint64_t g = paddr >> GRAN_SHIFT;
+    if (cpu < 0 || cpu >= m->ncpus || g >= m->ngran || m->gran_node[g] < 0) return -1;
+    return m->hops[m->cpu[cpu].node][m->gran_node[g]];
+}
+
+int vm_hop_classes(const model_t *m) {
+    int most = 0;
+    for (int i = 0; i < m->nnodes; i++)
+        for (int k = 0; k < m->nnodes; k++)
+            if (m->hops[i][k] > most) most = m->hops[i][k];
+    return most + 1;
+}
+
 size_t vm_state_bytes(const model_t *m) {
     size_t b = sizeof *m + m->ncpus * sizeof(cpu_t) + m->nsym * (sizeof(symstat_t) + 16) +
                (size_t)(m->nnodes + m->nlinks) * CAL_SLOTS * (sizeof(uint64_t) + sizeof(uint32_t));

@@ -19,7 +19,21 @@
  *               block's pc and how many times that vCPU had run it), as
  *               LoopPoint's (pc, count) region bounds; and the spin and dropped
  *               instructions; in a detailed run, every vCPU's modeled clock
- *               at its end too (what the slice cost, for an estimate's error).
+ *               at its end too (what the slice cost, for an estimate's error);
+ *               then, in every mode, the machine's time at the boundary
+ *               (the engine's clock of the vCPU crossing it: `machine_ps`,
+ *               0 at the run's end) and the machine's idle time in the slice
+ *               (`idle_ps`: every vCPU halted, x86 HLT, from the last one's
+ *               halt to the first one's wake-up), which no vector sees and
+ *               which a sampled estimate takes from the profile itself; and,
+ *               with memory counts on, the slice's non-spin loads and stores
+ *               that miss a small cache filter (per vCPU, direct-mapped,
+ *               FILTER_LINES lines: not the model's caches, which fast mode
+ *               does not run) by hops from the vCPU's node to the line's home
+ *               node (`miss_hopH`): how much of its data comes from memory,
+ *               and from how far, which the blocks do not say (latprobe's
+ *               chase runs the same blocks over a cached, a local and a
+ *               remote buffer at 2, 81 and 141 ns a load).
  * bbv.stops    (regions) the stop the plugin asked for at a slice boundary:
  *               the boundary, the slice instructions it came late by (a
  *               modelled disk request kept the machine from stopping), each
@@ -67,6 +81,15 @@ static uint64_t *start_clock;           /* detailed: each vCPU's clock when the 
 static uint64_t stop_after;             /* regions: the machine stops at this slice boundary (0: never) */
 static int stop_pending;
 static void (*at_boundary)(uint64_t b, uint64_t insns);
+/* machine idle: which vCPUs sit in HLT, since when all of them */
+static uint8_t *halted;
+static int nhalted;
+static uint64_t idle_since, gidle;
+/* filter misses by hop class this slice (bbv_set_mem) */
+#define FILTER_LINES (1u << 15)          /* 2 MiB of 64-byte lines: about an L2's reach */
+static int nhops, line_shift;
+static uint64_t ghop[BBV_MAX_HOPS];
+static uint64_t *filter;                /* per vCPU: FILTER_LINES line tags (line + 1; 0: empty) */
 
 void bbv_set_clock(uint64_t (*clock)(int cpu)) { clock_of = clock; }
 
@@ -133,7 +156,7 @@ static uint64_t flush(vec_t *v, const char *name) {
 
 /* A table file in the vectors' directory: its header, then each vCPU's
  * instruction count column (and, with clocks, each one's modeled clock). */
-static FILE *table(const char *name, const char *head, int clocks) {
+static FILE *table(const char *name, const char *head, int clocks, int machine) {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     FILE *f = fopen(path, "w");
@@ -141,6 +164,8 @@ static FILE *table(const char *name, const char *head, int clocks) {
     fputs(head, f);
     for (int c = 0; c < ncpus; c++) fprintf(f, " insns_cpu%d", c);
     for (int c = 0; clocks && c < ncpus; c++) fprintf(f, " time_ps_cpu%d", c);
+    if (machine) fputs(" machine_ps idle_ps", f);
+    for (int h = 0; machine && h < nhops; h++) fprintf(f, " miss_hop%d", h);
     fputc('\n', f);
     return f;
 }
@@ -155,7 +180,7 @@ static void global_flush(unsigned vcpu, uint64_t pc, uint64_t count) {
     uint64_t insns = g.insns, dropped = flush(&g, "bbv.global.bb");
     if (!gslices) {
         gslices = table("bbv.global.slices", "# slice insns spin_insns dropped_insns marker_cpu marker_pc marker_count",
-                        clock_of != NULL);
+                        clock_of != NULL, 1);
         if (gslices && start_clock) {  /* where the first slice's clocks started (a restored run's are not 0) */
             fprintf(gslices, "# start");
             for (int c = 0; c < ncpus; c++) fprintf(gslices, " %" PRIu64, start_clock[c]);
@@ -167,10 +192,15 @@ static void global_flush(unsigned vcpu, uint64_t pc, uint64_t count) {
                 gspin, dropped, vcpu, pc, count);
         for (int c = 0; c < ncpus; c++) fprintf(gslices, " %" PRIu64, cpu_insns[c]);
         for (int c = 0; clock_of && c < ncpus; c++) fprintf(gslices, " %" PRIu64, clock_of(c));
+        /* at exit no vCPU runs: its clock reads 0 (unknown) */
+        fprintf(gslices, " %" PRIu64 " %" PRIu64, qemu_plugin_vcpu_clock_ps(), gidle);
+        for (int h = 0; h < nhops; h++) fprintf(gslices, " %" PRIu64, ghop[h]);
         fputc('\n', gslices);
     }
     gslice++;
     gspin = 0;
+    gidle = 0;
+    memset(ghop, 0, sizeof ghop);
     if (at_boundary) at_boundary(gslice, machine_insns());
     if (gslice == stop_after) stop_pending = 1;
 }
@@ -184,7 +214,7 @@ void bbv_set_stop(uint64_t after, void (*boundary)(uint64_t b, uint64_t insns)) 
  * that just ended (or, late, in the one now open: g.insns says how far in). */
 static void try_stop(void) {
     if (!qemu_plugin_machine_stop()) return;  /* a modelled disk request is outstanding: next block */
-    FILE *f = table("bbv.stops", "# boundary late_insns", 0);
+    FILE *f = table("bbv.stops", "# boundary late_insns", 0, 0);
     if (f) {
         fprintf(f, "%" PRIu64 " %" PRIu64, stop_after, g.insns);
         for (int c = 0; c < ncpus; c++) fprintf(f, " %" PRIu64, cpu_insns[c]);
@@ -207,6 +237,42 @@ void bbv_init(const char *d, uint64_t iv, int n, int glob) {
         cpu_insns = calloc(ncpus, sizeof(uint64_t));
         execs = calloc(ncpus, sizeof(uint64_t *));
         execs_cap = calloc(ncpus, sizeof(uint32_t));
+        halted = calloc(ncpus, 1);
+    }
+}
+
+void bbv_set_mem(int classes, unsigned line_bytes) {
+    nhops = classes < BBV_MAX_HOPS ? classes : BBV_MAX_HOPS;
+    line_shift = __builtin_ctz(line_bytes);
+    filter = calloc((size_t)ncpus * FILTER_LINES, sizeof(uint64_t));
+    if (!filter) nhops = 0;
+}
+
+void bbv_mem(unsigned vcpu, uint64_t paddr, int hop) {
+    if (hop < 0 || hop >= nhops) return;
+    uint64_t line = paddr >> line_shift;
+    uint64_t *tag = &filter[(size_t)vcpu * FILTER_LINES + ((line ^ (line >> 15)) & (FILTER_LINES - 1))];
+    if (*tag == line + 1) return;
+    *tag = line + 1;
+    ghop[hop]++;
+}
+
+int bbv_halted(unsigned vcpu) { return halted && halted[vcpu]; }
+
+/* A vCPU that halted runs again (woken): if every vCPU was halted, the
+ * machine was idle from the last one's halt until now. A vCPU seen halting
+ * is marked; one idle since before a restore is not known until it wakes and
+ * halts once (a region's warm-up slices cover that). */
+void bbv_halt(unsigned vcpu, int halting, uint64_t now) {
+    if (!halted) return;
+    if (halted[vcpu]) {
+        if (nhalted == ncpus && now > idle_since) gidle += now - idle_since;
+        halted[vcpu] = 0;
+        nhalted--;
+    }
+    if (halting) {
+        halted[vcpu] = 1;
+        if (++nhalted == ncpus) idle_since = now;
     }
 }
 
