@@ -107,7 +107,8 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
                    "checkpoint_bytes": meta.get(b, {}).get("size"), "wall_s": round(wall, 2)}
             print(f"sampled: region {c} (slice {p}, from {b}): {el / 1e6:.3f} us elapsed, {wall:.1f} s", flush=True)
             return sampling.Region(c, p, w, b, rr[p - b]["insns"],
-                                   sampling.figures(timing.load_results(d / "timing.json"), el, ct, idle)), row
+                                   sampling.figures(timing.load_results(d / "timing.json"), el, ct, idle),
+                                   rows[p].get("idle_ps") or 0), row
 
         tr = time.monotonic()
         with ThreadPoolExecutor(max_workers=spec.sample_workers) as ex:

@@ -85,3 +85,41 @@ def test_an_interrupted_caller_stops_the_build_and_its_children(tmp_path, monkey
     while (_alive(scons) or _alive(child)) and time.time() < end:
         time.sleep(0.05)
     assert not _alive(scons) and not _alive(child)
+
+
+def test_the_kernel_builds_outside_the_build_lock_before_scons_runs(tmp_path, monkeypatch):
+    """A kernel compiles under its own tree's lock, not the cache's build
+    lock: while it does, other runs' builds (SCons, which finds it built)
+    go on, and another tree can build beside it (a cold CI's two workers)."""
+    from images import kernel
+    seen = []
+
+    def kernel_build(cache, v, jobs=None):
+        with open(cache / "build.lock", "w") as f:  # free now: not taken before the kernel
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        seen.append(("kernel", v.patchset))
+        return cache / "kernels" / "k"
+
+    def scons(args, lock_fd=None):
+        with open(tmp_path / "build.lock", "w") as f:  # held by the wrapper now
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        seen.append(("scons", lock_fd is not None))
+        (tmp_path / "initramfs").mkdir(exist_ok=True)
+        (tmp_path / "initramfs" / "x86_64-memeater.cpio").write_bytes(b"cpio")
+        return True
+    monkeypatch.setattr(kernel, "build", kernel_build)
+    monkeypatch.setattr(wrapper, "_scons", scons)
+    built = wrapper.build(tmp_path, kernel.Variant(patchset="vanilla"), "x86_64", "memeater")
+    assert seen == [("kernel", "vanilla"), ("scons", True)] and built.userland == b"cpio"
+
+
+def test_a_kernel_that_does_not_apply_fails_the_build_with_one_line_and_status_2(tmp_path, monkeypatch):
+    from images import kernel
+
+    def kernel_build(cache, v, jobs=None):
+        raise kernel.BuildError("images/patches/x/0001.patch does not apply: Hunk #1 FAILED")
+    monkeypatch.setattr(kernel, "build", kernel_build)
+    with pytest.raises(wrapper.BuildFailed, match="does not apply") as e:
+        wrapper.build(tmp_path, kernel.Variant(), "x86_64", "memeater")
+    assert e.value.status == 2 and not (tmp_path / "build.lock").exists()

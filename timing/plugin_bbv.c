@@ -83,7 +83,7 @@ static int stop_pending;
 static void (*at_boundary)(uint64_t b, uint64_t insns);
 /* machine idle: which vCPUs sit in HLT, since when all of them */
 static uint8_t *halted;
-static int nhalted;
+static int nhalted, idle_known;
 static uint64_t idle_since, gidle;
 /* filter misses by hop class this slice (bbv_set_mem) */
 #define FILTER_LINES (1u << 15)          /* 2 MiB of 64-byte lines: about an L2's reach */
@@ -237,7 +237,12 @@ void bbv_init(const char *d, uint64_t iv, int n, int glob) {
         cpu_insns = calloc(ncpus, sizeof(uint64_t));
         execs = calloc(ncpus, sizeof(uint64_t *));
         execs_cap = calloc(ncpus, sizeof(uint32_t));
-        halted = calloc(ncpus, 1);
+        /* A restored machine's vCPUs start as halted: one that was idle at
+         * the save stays so until it wakes, one that was running is seen
+         * running at its first block (within a quantum of the start). */
+        halted = malloc(ncpus);
+        memset(halted, 1, ncpus);
+        nhalted = ncpus;
     }
 }
 
@@ -260,13 +265,13 @@ void bbv_mem(unsigned vcpu, uint64_t paddr, int hop) {
 int bbv_halted(unsigned vcpu) { return halted && halted[vcpu]; }
 
 /* A vCPU that halted runs again (woken): if every vCPU was halted, the
- * machine was idle from the last one's halt until now. A vCPU seen halting
- * is marked; one idle since before a restore is not known until it wakes and
- * halts once (a region's warm-up slices cover that). */
+ * machine was idle from the last one's halt until now (not before the
+ * run's first block: the time before it is no slice's). */
 void bbv_halt(unsigned vcpu, int halting, uint64_t now) {
     if (!halted) return;
     if (halted[vcpu]) {
-        if (nhalted == ncpus && now > idle_since) gidle += now - idle_since;
+        if (nhalted == ncpus && idle_known && now > idle_since) gidle += now - idle_since;
+        idle_known = 1;
         halted[vcpu] = 0;
         nhalted--;
     }
