@@ -49,7 +49,9 @@ def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "", data_dev:
         out.append("timing model sampled: the guest ran under the fast profile (its own figures are those of a "
                    "run without stalls); the modeled figures are estimates from SimPoint regions run detailed "
                    "from checkpoints, each a warm-up then one slice (sample_regions, sample_estimates), so they "
-                   "carry the clustering's and the warm-up's error; per-phase figures are not estimated")
+                   "carry the clustering's and the warm-up's error; elapsed is the regions' busy time per "
+                   "instruction plus the idle time the profile measured (x86 HLT; Alpha's is all per instruction); "
+                   "per-phase figures are not estimated")
     else:
         stalls = "its stalls are charged to the vCPU clocks, so the guest feels them" if (
             timing == "detailed" and qemu_mode == "icount" and stalls_on) else \

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-KEY_FIGURES = ("elapsed_ps", "elapsed_ps.per_insn", "busy_ps", "idle_ps", "idle_ps.profile", "cpu_time_ps", "total.insns", "total.stall_ps", "total.misses", "total.remote",
+KEY_FIGURES = ("elapsed_ps", "elapsed_ps.per_insn", "busy_ps", "idle_ps", "idle_ps.scaled", "cpu_time_ps", "total.insns", "total.stall_ps", "total.misses", "total.remote",
                "remote_share", "total.lock_xfers", "total.walks", "total.l1i_misses")
 
 
