@@ -105,8 +105,7 @@ TABLES = {
                          "(analysis/sampling.py: slices x the weighted regions' figures), and after "
                          "./run.py sample-check the full detailed run's value and the error.",
                          {"figure": "elapsed_ps (busy_ps from the regions per instruction + idle_ps, the "
-                                    "machine's idle time as the profile measured it; idle_ps.scaled: that scaled "
-                                    "by the regions' idle against the profile's at the points), "
+                                    "machine's idle time as the profile measured it), "
                                     "elapsed_ps.per_insn (all of it per instruction), cpu_time_ps, "
                                     "total.<counter> (summed over CPUs), "
                                     "cpuN.stall_ps, remote_share, symbol.<name>.stall_ps or .stall_share",

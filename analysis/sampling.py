@@ -30,12 +30,11 @@ profile's idle time,
 A wait for a timer or a disk request lasts as long under either model, but
 one that overlaps work does not: under the fast model the work is done
 sooner and more of the wait shows as idle (qsbench swapping: the profile
-idled 11 % longer than the detailed run). `idle_ps.scaled` scales the
-profile's idle time by what the regions measured against what the
-profile measured over the same slices, where the points waited (a ratio
-estimator); it is stored, not used: with the two points of qsbench that
-waited, it came out -49 % (elapsed -6.0 %) where the profile's own was
-+11 % (elapsed +0.35 %). `elapsed_ps.per_insn` is the plain estimate.
+idled 11 % longer than the detailed run). Scaling the profile's idle time
+by the regions' own against the profile's at the points (a ratio
+estimator) was tried: with the two points of qsbench that waited it came
+out -49 % (elapsed -6.0 %) where the profile's own was +11 % (elapsed
++0.35 %). `elapsed_ps.per_insn` is the plain estimate.
 """
 from __future__ import annotations
 
@@ -56,7 +55,6 @@ class Region:
     boundary: int               # the checkpoint's slice boundary (point - warm-up)
     insns: float                # the measured slice's non-spin instructions
     figures: dict[str, float] = field(default_factory=dict)
-    profile_idle_ps: float = 0.0  # the machine's idle time in the point's slice as the profile ran it
 
 
 def figures(result: dict, elapsed_ps: float, cpu_time_ps: float, idle_ps: float = 0.0) -> dict[str, float]:
@@ -88,9 +86,6 @@ def estimate(regions: list[Region], insns: float, idle_ps: float | None = None) 
     if idle_ps is not None and "busy_ps" in est:
         est["elapsed_ps.per_insn"] = est["elapsed_ps"]
         est["idle_ps"] = float(idle_ps)
-        seen = sum(r.weight * r.profile_idle_ps for r in regions)
-        if seen > 0:
-            est["idle_ps.scaled"] = idle_ps * sum(r.weight * r.figures.get("idle_ps", 0.0) for r in regions) / seen
         est["elapsed_ps"] = est["busy_ps"] + est["idle_ps"]
     return derived(est)
 
@@ -113,8 +108,7 @@ def whole_run(result: dict, rows: list[dict]) -> dict[str, float]:
     from analysis.simpoint import slice_costs
     elapsed, total = slice_costs(rows)
     out = figures(result, sum(elapsed), sum(total), profile_idle(rows))
-    out["elapsed_ps.per_insn"] = out["elapsed_ps"]  # what each elapsed or idle estimate is set against
-    out["idle_ps.scaled"] = out["idle_ps"]
+    out["elapsed_ps.per_insn"] = out["elapsed_ps"]  # what either elapsed estimate is set against
     return derived(out)
 
 

@@ -11,8 +11,9 @@ import sys
 import time
 from pathlib import Path
 
-KEY_FIGURES = ("elapsed_ps", "elapsed_ps.per_insn", "busy_ps", "idle_ps", "idle_ps.scaled", "cpu_time_ps", "total.insns", "total.stall_ps", "total.misses", "total.remote",
-               "remote_share", "total.lock_xfers", "total.walks", "total.l1i_misses")
+KEY_FIGURES = ("elapsed_ps", "elapsed_ps.per_insn", "busy_ps", "idle_ps", "cpu_time_ps", "total.insns",
+               "total.stall_ps", "total.misses", "total.remote", "remote_share", "total.lock_xfers", "total.walks",
+               "total.l1i_misses")
 
 
 def parser() -> argparse.ArgumentParser:

@@ -75,7 +75,7 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
             raise SamplingError(f"--sample-max-k {spec.sample_max_k}: above the profile's {vec.n} full slices of "
                                 f"{spec.slice_insns} instructions (a smaller --slice-insns gives more)")
         topo = ctx.prep.topo
-        lat = [topo.local_latency_ns + h * topo.hop_latency_ns for h in range(max(map(max, topo.hops)) + 1)]
+        lat = [topo.latency_at_hops(h) for h in range(topo.max_hops() + 1)]
         picks = simpoint.cluster(vec, spec.sample_max_k, seed=1, extra=simpoint.mem_features(rows[:vec.n], lat))
         points = [(c, p, w) for c, (p, w) in enumerate(zip(picks.points, picks.weights)) if p >= 0]
         bounds = sorted({max(0, p - spec.sample_warmup) for _c, p, _w in points} - {0})
@@ -107,8 +107,7 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
                    "checkpoint_bytes": meta.get(b, {}).get("size"), "wall_s": round(wall, 2)}
             print(f"sampled: region {c} (slice {p}, from {b}): {el / 1e6:.3f} us elapsed, {wall:.1f} s", flush=True)
             return sampling.Region(c, p, w, b, rr[p - b]["insns"],
-                                   sampling.figures(timing.load_results(d / "timing.json"), el, ct, idle),
-                                   rows[p].get("idle_ps") or 0), row
+                                   sampling.figures(timing.load_results(d / "timing.json"), el, ct, idle)), row
 
         tr = time.monotonic()
         with ThreadPoolExecutor(max_workers=spec.sample_workers) as ex:

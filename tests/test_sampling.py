@@ -140,18 +140,17 @@ def test_an_idle_time_longer_than_the_slice_is_capped_at_its_elapsed_time():
     assert (f["idle_ps"], f["busy_ps"]) == (100, 0)
 
 
-def test_where_the_points_waited_the_regions_idle_ratio_is_kept_beside_the_profile_s_idle_time():
+def test_a_point_that_waited_less_than_the_profile_is_priced_for_its_busy_time_only():
     # the profile waited 900 in each of two slices; under the detailed model the
-    # work overlapping the wait took longer, and the region's slice idled 600
+    # work overlapping the wait took longer, and the region's slice idled 600:
+    # its busy 200 is priced per instruction, the idle time is the profile's
     rows = rows_of([(100, 0)] * 8 + [(1000, 0)] * 2)
     for r, i in zip(rows, [0] * 8 + [900, 900]):
         r["idle_ps"] = i
-    busy = sampling.Region(0, 3, 0.8, 2, 1000, sampling.figures(result(0, 0, 0), 100, 100, idle_ps=0), 0)
-    waited = sampling.Region(1, 8, 0.2, 7, 1000, sampling.figures(result(0, 0, 0), 800, 800, idle_ps=600), 900)
+    busy = sampling.Region(0, 3, 0.8, 2, 1000, sampling.figures(result(0, 0, 0), 100, 100, idle_ps=0))
+    waited = sampling.Region(1, 8, 0.2, 7, 1000, sampling.figures(result(0, 0, 0), 800, 800, idle_ps=600))
     est = sampling.estimate([busy, waited], sampling.profile_insns(rows), sampling.profile_idle(rows))
-    assert est["idle_ps"] == 1800 and est["idle_ps.scaled"] == pytest.approx(1200)
+    assert est["idle_ps"] == 1800
     # busy: 8 slices at 100 and 2 at 200 (800 - 600), per instruction; idle: the profile's
     assert est["busy_ps"] == pytest.approx(10 * (0.8 * 100 + 0.2 * 200))
     assert est["elapsed_ps"] == pytest.approx(est["busy_ps"] + 1800)
-    # no point waited: no ratio to take
-    assert "idle_ps.scaled" not in sampling.estimate([busy], 10_000, 1800)

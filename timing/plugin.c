@@ -85,9 +85,9 @@ static volatile int kernel_seen;
 static uint64_t kernel_base, interval = 100000000;
 static char bbv_dir[4096];
 static int global_bbv;                   /* plugin.global_bbv on: machine-wide slices too (plugin_bbv.c) */
-/* plugin.mem_hops on (a sampled run's profile): the slices count the loads
- * and stores that miss a cache filter by hops to their home node, in fast
- * mode through a memory callback that does only that (plugin_bbv.c) */
+/* plugin.mem_hops on (a sampled run's fast profile): the slices count the
+ * loads and stores that miss a cache filter by hops to their home node,
+ * through a memory callback that does only that (plugin_bbv.c) */
 static int mem_hops;
 static struct qemu_plugin_register *r_rax, *r_rdi, *r_rsi;
 static int stalls;                       /* charge modeled stalls to the vCPU clocks */
@@ -132,21 +132,19 @@ static void tb_exec(unsigned int vcpu, void *ud) {
         warmup_left = warmup_left > t->n ? warmup_left - t->n : 0;
         if (!warmup_left) vm_warmup_done(M, warmup_total);
     }
-    if (t->bb) {
-        if (t->halt || bbv_halted(vcpu)) bbv_halt(vcpu, (int)t->halt, qemu_plugin_vcpu_clock_ps());
-        bbv_exec(vcpu, t->bb, t->n, t->pc, (int)t->spin);
-    }
+    if (t->bb) bbv_exec(vcpu, t->bb, t->n, t->pc, (int)t->spin, (int)t->halt);
 }
 
-/* fast mode, plugin.mem_hops on: the access's distance only; a spinning
- * block's are left out, as its instructions are (udata: the block) */
+/* fast mode, plugin.mem_hops on: the access's line for the cache filter
+ * only; a spinning block's are left out, as its instructions are (udata:
+ * the block) */
 static void mem_hop(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *ud) {
     if (((const tbinfo_t *)ud)->spin) return;
     struct qemu_plugin_hwaddr *hw = qemu_plugin_get_hwaddr(info, vaddr);
-    if (!hw || qemu_plugin_hwaddr_is_io(hw)) return;
-    uint64_t pa = qemu_plugin_hwaddr_phys_addr(hw);
-    bbv_mem(vcpu, pa, vm_hop_class(M, (int)vcpu, pa));
+    if (hw && !qemu_plugin_hwaddr_is_io(hw)) bbv_mem(vcpu, qemu_plugin_hwaddr_phys_addr(hw));
 }
+
+static int hop_of(int cpu, uint64_t paddr) { return vm_hop_class(M, cpu, paddr); }
 
 static void at_boundary(uint64_t b, uint64_t insns) {
     if (b == region_warmup_slices) vm_warmup_done(M, insns);
@@ -163,7 +161,6 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t v
     if (qemu_plugin_mem_is_store(info)) flags |= VM_F_WRITE;
     else if (!(flags & VM_F_ATOMIC) && qemu_plugin_mem_size_shift(info) == 3) flags |= VM_F_WIDE;
     uint64_t pa = qemu_plugin_hwaddr_phys_addr(hw), *slot;
-    if (mem_hops) bbv_mem(vcpu, pa, vm_hop_class(M, (int)vcpu, pa));
     uint64_t ps = vm_access(M, (int)vcpu, pa, vaddr, flags, (uint32_t)(u >> 4), &slot);
     if (slot) {  /* an 8-byte load still arriving: the model wants its value (it may be an address) */
         qemu_plugin_mem_value v = qemu_plugin_mem_get_value(info);
@@ -265,7 +262,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
             qemu_plugin_register_vcpu_insn_exec_cb(insn, magic, QEMU_PLUGIN_CB_R_REGS, NULL);
         if (is_x86 && len == 2 && bytes[0] == 0xf3 && bytes[1] == 0x90) t->spin = 1;  /* PAUSE */
         if (is_x86 && len == 1 && bytes[0] == 0xf4) t->halt = 1;  /* HLT */
-        if (!detailed && mem_hops && t->bb)
+        if (mem_hops && t->bb)
             qemu_plugin_register_vcpu_mem_cb(insn, mem_hop, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, t);
         if (!detailed || !pricing) continue;
         if (is_x86) mmu_instrument(insn, bytes, len);
@@ -372,8 +369,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     sync_tick = calloc(vm_ncpus(M), sizeof *sync_tick);
     line_mask = (uint64_t)vm_line_bytes(M) - 1;
     bbv_init(bbv_dir, interval, vm_ncpus(M), global_bbv);
-    mem_hops = mem_hops && global_bbv && bbv_on();
-    if (mem_hops) bbv_set_mem(vm_hop_classes(M), vm_line_bytes(M));
+    mem_hops = mem_hops && !detailed && global_bbv && bbv_on();  /* a fast profile's */
+    if (mem_hops) bbv_set_mem(vm_hop_classes(M), vm_line_bytes(M), hop_of);
     if (detailed) bbv_set_clock(model_clock);
     if (stop_after_slices || region_warmup_slices) {
         if (!global_bbv) {

@@ -81,15 +81,17 @@ static uint64_t *start_clock;           /* detailed: each vCPU's clock when the 
 static uint64_t stop_after;             /* regions: the machine stops at this slice boundary (0: never) */
 static int stop_pending;
 static void (*at_boundary)(uint64_t b, uint64_t insns);
-/* machine idle: which vCPUs sit in HLT, since when all of them */
+/* machine idle: which vCPUs sit in HLT, since when all of them (UINT64_MAX:
+ * not since any known time, as at the run's start) */
 static uint8_t *halted;
-static int nhalted, idle_known;
-static uint64_t idle_since, gidle;
+static int nhalted;
+static uint64_t idle_since = UINT64_MAX, gidle;
 /* filter misses by hop class this slice (bbv_set_mem) */
 #define FILTER_LINES (1u << 15)          /* 2 MiB of 64-byte lines: about an L2's reach */
 static int nhops, line_shift;
 static uint64_t ghop[BBV_MAX_HOPS];
 static uint64_t *filter;                /* per vCPU: FILTER_LINES line tags (line + 1; 0: empty) */
+static int (*hop_of)(int cpu, uint64_t paddr);
 
 void bbv_set_clock(uint64_t (*clock)(int cpu)) { clock_of = clock; }
 
@@ -246,32 +248,31 @@ void bbv_init(const char *d, uint64_t iv, int n, int glob) {
     }
 }
 
-void bbv_set_mem(int classes, unsigned line_bytes) {
+void bbv_set_mem(int classes, unsigned line_bytes, int (*hop)(int cpu, uint64_t paddr)) {
     nhops = classes < BBV_MAX_HOPS ? classes : BBV_MAX_HOPS;
     line_shift = __builtin_ctz(line_bytes);
+    hop_of = hop;
     filter = calloc((size_t)ncpus * FILTER_LINES, sizeof(uint64_t));
     if (!filter) nhops = 0;
 }
 
-void bbv_mem(unsigned vcpu, uint64_t paddr, int hop) {
-    if (hop < 0 || hop >= nhops) return;
+/* most accesses hit the filter: the home node is looked up for a miss only */
+void bbv_mem(unsigned vcpu, uint64_t paddr) {
+    if (!nhops) return;
     uint64_t line = paddr >> line_shift;
     uint64_t *tag = &filter[(size_t)vcpu * FILTER_LINES + ((line ^ (line >> 15)) & (FILTER_LINES - 1))];
     if (*tag == line + 1) return;
     *tag = line + 1;
-    ghop[hop]++;
+    int hop = hop_of((int)vcpu, paddr);
+    if (hop >= 0 && hop < nhops) ghop[hop]++;
 }
 
-int bbv_halted(unsigned vcpu) { return halted && halted[vcpu]; }
-
-/* A vCPU that halted runs again (woken): if every vCPU was halted, the
- * machine was idle from the last one's halt until now (not before the
- * run's first block: the time before it is no slice's). */
-void bbv_halt(unsigned vcpu, int halting, uint64_t now) {
-    if (!halted) return;
+/* vcpu's block starts at engine clock `now`; halting: it ends in a HLT. A
+ * vCPU that halted and runs again was woken: if every vCPU was halted, the
+ * machine was idle from the last one's halt until now. */
+static void halt_event(unsigned vcpu, int halting, uint64_t now) {
     if (halted[vcpu]) {
-        if (nhalted == ncpus && idle_known && now > idle_since) gidle += now - idle_since;
-        idle_known = 1;
+        if (nhalted == ncpus && now > idle_since) gidle += now - idle_since;
         halted[vcpu] = 0;
         nhalted--;
     }
@@ -297,7 +298,7 @@ uint32_t bbv_block_id(uint64_t pc, size_t n) {
     return GPOINTER_TO_UINT(v);
 }
 
-void bbv_exec(unsigned vcpu, uint32_t bb, uint32_t n, uint64_t pc, int spin) {
+void bbv_exec(unsigned vcpu, uint32_t bb, uint32_t n, uint64_t pc, int spin, int halt) {
     vec_t *v = &percpu[vcpu];  /* grown by this vCPU's own thread only */
     add(v, bb, n);
     if (v->insns >= interval) {
@@ -306,6 +307,8 @@ void bbv_exec(unsigned vcpu, uint32_t bb, uint32_t n, uint64_t pc, int spin) {
         flush(v, name);
     }
     if (!global) return;
+    /* the engine's clock is read only where a vCPU halts or wakes */
+    if (halt || halted[vcpu]) halt_event(vcpu, halt, qemu_plugin_vcpu_clock_ps());
     if (clock_of && !start_clock) {
         start_clock = calloc(ncpus, sizeof(uint64_t));
         for (int c = 0; c < ncpus; c++) start_clock[c] = clock_of(c);

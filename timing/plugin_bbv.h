@@ -15,20 +15,16 @@ void bbv_set_clock(uint64_t (*clock)(int cpu));
 int bbv_on(void);
 #define BBV_MAX_HOPS 16
 /* Memory counts on: each slice counts the non-spin accesses that miss a
- * small per-vCPU cache filter, by hop class (0..classes-1): bbv_mem for each
- * access (hop -1: not node memory). */
-void bbv_set_mem(int classes, unsigned line_bytes);
-void bbv_mem(unsigned vcpu, uint64_t paddr, int hop);
-/* Machine idle (global slices): vcpu's block starts at engine clock `now`;
- * halting: it ends in a HLT. Called for such blocks and for every block of
- * a vCPU that bbv_halted says is halted (its wake-up), before bbv_exec. */
-int bbv_halted(unsigned vcpu);
-void bbv_halt(unsigned vcpu, int halting, uint64_t now);
+ * small per-vCPU cache filter, by hop class (0..classes-1, hop(cpu, paddr)
+ * of a miss; -1: not node memory): bbv_mem for each access. */
+void bbv_set_mem(int classes, unsigned line_bytes, int (*hop)(int cpu, uint64_t paddr));
+void bbv_mem(unsigned vcpu, uint64_t paddr);
 /* At translation: the block's id (from 1), the same for the same pc and length. */
 uint32_t bbv_block_id(uint64_t pc, size_t n);
 /* At execution: vcpu ran block bb (n instructions, at pc); spin: it holds a
- * spin-wait hint (x86 PAUSE), so the machine-wide slices leave it out. */
-void bbv_exec(unsigned vcpu, uint32_t bb, uint32_t n, uint64_t pc, int spin);
+ * spin-wait hint (x86 PAUSE), so the machine-wide slices leave it out;
+ * halt: it ends in a HLT (x86), for the machine's idle time. */
+void bbv_exec(unsigned vcpu, uint32_t bb, uint32_t n, uint64_t pc, int spin, int halt);
 /* Regions (SimPoint's checkpoints and measured slices): at machine-wide
  * slice boundary `after` (where slice `after` starts; 0: never) the machine
  * is stopped for the host (qemu_plugin_machine_stop, series patch 0013),

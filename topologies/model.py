@@ -98,7 +98,10 @@ class Topology:
         return f"{self.nodes} sockets, {len(self.links)} links"
 
     def latency_ns(self, src: int, dst: int) -> float:
-        return self.local_latency_ns + self.hops[src][dst] * self.hop_latency_ns
+        return self.latency_at_hops(self.hops[src][dst])
+
+    def latency_at_hops(self, hops: int) -> float:
+        return self.local_latency_ns + hops * self.hop_latency_ns
 
     def slit(self) -> list[list[int]]:
         """ACPI SLIT: 10 on the diagonal, 10 x the latency ratio elsewhere.
