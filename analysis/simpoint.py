@@ -114,8 +114,10 @@ def read_slices(path: Path) -> list[dict]:
     vCPU's modeled clock at its end (`cpu_time_ps`) and at the first
     slice's start (`start_ps`, on every row); the machine's clock at its
     end (`machine_ps`, 0: unknown) and idle time in it (`idle_ps`), and
-    its cache-filter misses by hop class (`miss_hops`, a sampled profile's),
-    where the plugin wrote them."""
+    its cache-filter misses by hop class (`miss_hops`, a sampled profile's)
+    and how far into the slice a checkpoint of its start boundary could be
+    taken (`point_late`, -1: not within it; None: not written), where the
+    plugin wrote them."""
     try:
         lines = Path(path).read_text().splitlines()
     except OSError as e:
@@ -140,7 +142,8 @@ def read_slices(path: Path) -> list[dict]:
                     "cpu_insns": [row[n] for n in names if n.startswith("insns_cpu")],
                     "cpu_time_ps": [row[n] for n in names if n.startswith("time_ps_cpu")], "start_ps": start,
                     "machine_ps": row.get("machine_ps"), "idle_ps": row.get("idle_ps", 0),
-                    "miss_hops": [row[n] for n in names if n.startswith("miss_hop")]})
+                    "miss_hops": [row[n] for n in names if n.startswith("miss_hop")],
+                    "point_late": row.get("point_late")})
     return out
 
 

@@ -129,17 +129,20 @@ def guest_disks(plan, topo, restored: bool) -> tuple[str, str]:
     return swap_dev, ("/dev/vdb" if on_disk or restored else "/dev/vda") if data_mib > 0 else ""
 
 
-def timing_conf(prep: Prepared, built, mode: str, d: Path, restored: bool, profile: bool = False) -> str:
+def timing_conf(prep: Prepared, built, mode: str, d: Path, restored: bool, profile: bool = False,
+                sampled: bool = False) -> str:
     """The timing plugin's configuration for a machine run in directory d
     (its results and vectors go there): the run's own, or a sampled run's
     checkpoint segment or region in another mode. profile: a sampled run's
-    profile, whose slices also count memory accesses by hop class."""
+    profile, whose slices also count memory accesses by hop class. sampled:
+    the profile, a segment or a region, whose TLBs are reset where
+    checkpoints are taken."""
     spec, topo = prep.spec, prep.topo
     return timing.config_text(topo, mode, d / "timing.json", symbols=built.kernel_dir / "System.map", bbv_dir=d,
                               qemu_mode=spec.qemu_mode, stalls=not spec.no_stalls,
                               price_from_marker=not restored and topo.guest_isa == "x86_64",
                               warmup_insns=spec.warmup_insns, interval=spec.slice_insns, restored=restored,
-                              mem_hops=profile)
+                              mem_hops=profile, checkpoint_points=profile or sampled)
 
 
 def plugin_mode(spec: RunSpec) -> str:
@@ -405,7 +408,7 @@ class SampledContext:
         self.timeout_s = timeout_s
 
     def conf(self, mode: str, d: Path) -> str:
-        return timing_conf(self.prep, self.built, mode, d, restored=True)
+        return timing_conf(self.prep, self.built, mode, d, restored=True, sampled=True)
 
     def cmd(self, state_dir: Path, images, conf_text: str, conf_path: Path) -> list[str]:
         conf_path.write_text(conf_text)

@@ -30,6 +30,9 @@ from pipeline.spec import InputError
 
 MAX_K = 100
 MAX_WARMUP = 100
+# How far (all vCPUs' instructions together, as a share of a slice) a
+# checkpoint's vCPUs may be from the profile's at its boundary (on_path).
+PATH_TOLERANCE = 0.001
 
 
 class SamplingError(RuntimeError):
@@ -78,31 +81,46 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
         lat = [topo.latency_at_hops(h) for h in range(topo.max_hops() + 1)]
         picks = simpoint.cluster(vec, spec.sample_max_k, seed=1, extra=simpoint.mem_features(rows[:vec.n], lat))
         points = [(c, p, w) for c, (p, w) in enumerate(zip(picks.points, picks.weights)) if p >= 0]
-        bounds = sorted({max(0, p - spec.sample_warmup) for _c, p, _w in points} - {0})
+        start = {p: checkpoint_boundary(rows, max(0, p - spec.sample_warmup), spec.slice_insns)
+                 for _c, p, _w in points}
+        bounds = sorted(set(start.values()) - {0})
         print(f"sampled: {vec.n} slices, k = {picks.k}: points "
               + ", ".join(f"{p} (w {w:.3f})" for _c, p, w in points)
-              + (f"; checkpoints at slices {', '.join(map(str, bounds))}" if bounds else ""), flush=True)
+              + (f"; checkpoints at slices {', '.join(map(str, bounds))}" if bounds else "")
+              + "".join(f"; point {p} warms from slice {b} (a disk request outstanding at the boundaries after it)"
+                        for p, b in start.items() if b < max(0, p - spec.sample_warmup)), flush=True)
         work.mkdir()
         tc = time.monotonic()
-        meta: dict[int, dict] = {}
+        meta: dict[int, dict] = {0: {"late_insns": 0, "cpu_insns": [0] * len(rows[0]["cpu_insns"])}}
         for prev, b in zip([0, *bounds], bounds):  # each from the one before: see engine/regions.checkpoint
-            meta[b] = _machine(ctx, work, prev, f"segment-{b}", "fast", b - prev,
-                               lambda cmd, d, b=b: regions.checkpoint(cmd, d, work / f"ckpt-{b}", ctx.timeout_s))
+            m = _machine(ctx, work, prev, f"segment-{b}", "fast", b - prev,
+                         lambda cmd, d, b=b: regions.checkpoint(cmd, d, work / f"ckpt-{b}", ctx.timeout_s),
+                         late=meta[prev]["late_insns"])
+            # where the profile's vCPUs were at the stop: this segment's counts on top of where it started
+            meta[b] = {**m, "cpu_insns": [x + y for x, y in zip(meta[prev]["cpu_insns"], m["cpu_insns"])]}
+            meta[b]["path_dev"] = dev = on_path(rows, simpoint.read_slices(work / f"segment-{b}" / "bbv.global.slices"),
+                                                prev, b, meta[prev]["cpu_insns"], spec.slice_insns)
+            if rows[b].get("point_late") not in (None, m["late_insns"]):
+                raise SamplingError(f"checkpoint at slice {b} was taken {m['late_insns']} instructions into its "
+                                    f"slice, where the profile's point was {rows[b]['point_late']}")
+            print(f"sampled: checkpoint at slice {b}: on the profile's path (vCPUs {dev} instructions off in all)"
+                  + (f", taken {m['late_insns']} instructions late" if m["late_insns"] else ""), flush=True)
         ckpt_s = time.monotonic() - tc
 
         def region(point):
             c, p, w = point
-            b = max(0, p - spec.sample_warmup)
+            b = start[p]
             d = work / f"region-{c}"
             wall = _machine(ctx, work, b, d.name, "detailed", p - b + 1,
-                            lambda cmd, d: regions.region(cmd, d, ctx.timeout_s), warmup=p - b)
+                            lambda cmd, d: regions.region(cmd, d, ctx.timeout_s), warmup=p - b,
+                            late=meta[b]["late_insns"], end=True)
             rr = simpoint.read_slices(d / "bbv.global.slices")
             if len(rr) <= p - b:
                 raise SamplingError(f"region {c}: {len(rr)} slices written, its measured slice is {p - b}; see {d}")
             elapsed, total = simpoint.slice_costs(rr[:p - b + 1])
             el, ct, idle = elapsed[-1], total[-1], rr[p - b].get("idle_ps") or 0
             row = {"run_id": run_id, "cluster": c, "point": p, "weight": w, "boundary": b, "warmup_slices": p - b,
-                   "late_insns": meta.get(b, {}).get("late_insns", 0), "elapsed_ps": el, "cpu_time_ps": ct,
+                   "late_insns": meta[b]["late_insns"], "elapsed_ps": el, "cpu_time_ps": ct,
                    "detailed_insns": sum(r["insns"] + r["spin_insns"] for r in rr[:p - b + 1]),
                    "checkpoint_bytes": meta.get(b, {}).get("size"), "wall_s": round(wall, 2)}
             print(f"sampled: region {c} (slice {p}, from {b}): {el / 1e6:.3f} us elapsed, {wall:.1f} s", flush=True)
@@ -129,7 +147,8 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
     store(con, run_id, spec.sample_max_k, picks, [row for _, row in done], est,
           {"checkpoint_wall_s": ckpt_s, "regions_wall_s": regions_s, "sampling_wall_s": time.monotonic() - t0,
            "profile_insns": sum(r["insns"] + r["spin_insns"] for r in rows),
-           "detailed_insns": sum(row["detailed_insns"] for _, row in done)})
+           "detailed_insns": sum(row["detailed_insns"] for _, row in done),
+           "path_dev_insns": max((x.get("path_dev", 0) for x in meta.values()), default=0)})
     print(f"sampled: {len(done)} regions; elapsed {est['elapsed_ps'] / 1e9:.3f} ms estimated "
           f"({time.monotonic() - t0:.0f} s: checkpoints {ckpt_s:.0f} s, regions {regions_s:.0f} s)", flush=True)
     return "ok"
@@ -145,11 +164,60 @@ def _give_up(con, run_id: int, status: str, reason: str) -> str:
     return status
 
 
-def _machine(ctx, work: Path, boundary: int, name: str, mode: str, stop_after: int, run, warmup: int = 0):
+def checkpoint_boundary(rows: list[dict], want: int, slice_insns: int) -> int:
+    """The latest boundary at or before `want` where the profile's machine
+    could be saved within the slice it starts (`point_late`, the plugin's:
+    no modelled disk request outstanding). Under swap traffic a request can
+    be outstanding for seconds of guest time, and a checkpoint asked for at
+    such a boundary was taken slices later (the fork storm on gs1280-8:
+    23 guest seconds): that point warms from an earlier boundary instead.
+    0 (the snapshot after boot) always can; a profile without the column
+    (written before it) gives `want`."""
+    for b in range(want, 0, -1):
+        late = rows[b].get("point_late")
+        if late is None or 0 <= late < slice_insns:
+            return b
+    return 0
+
+
+def on_path(profile: list[dict], segment: list[dict], prev: int, b: int, start: list[int],
+            slice_insns: int) -> int:
+    """A checkpoint chain must repeat the profile: at boundary b the segment
+    restored from checkpoint `prev` (its vCPUs then at `start` instructions
+    of the profile's run) has every vCPU where the profile had it, within
+    PATH_TOLERANCE of a slice all vCPUs together. Returns that deviation
+    (instructions). The plugin counts a block when it starts, so a block
+    cut short (a fault, an I/O instruction translated again) counts in full,
+    and a restored machine, its translations made afresh, counts a few
+    instructions otherwise on the same path (the fork storm on 8 vCPUs: 3,
+    2 and 35 on three vCPUs after 140 slices). A machine that leaves the
+    path (state a checkpoint does not carry: before series patch 0015,
+    thousands of instructions a slice, growing) would give regions that
+    are not the profile's slices: refused, with the vCPU furthest off."""
+    if len(segment) < b - prev:
+        raise SamplingError(f"checkpoint at slice {b}: its segment wrote {len(segment)} slices, expected {b - prev}")
+    got = [s + x for s, x in zip(start, segment[b - prev - 1]["cpu_insns"])]
+    want = profile[b - 1]["cpu_insns"]
+    diff = [g - w for g, w in zip(got, want)]
+    dev = sum(map(abs, diff))
+    if dev > PATH_TOLERANCE * slice_insns:
+        cpu = max(range(len(diff)), key=lambda i: abs(diff[i]))
+        raise SamplingError(f"checkpoint at slice {b} left the profile's path: restored from "
+                            f"{f'slice {prev}' if prev else 'the snapshot after boot'}, its vCPUs reached the "
+                            f"boundary {dev} instructions away from the profile's (over {PATH_TOLERANCE:.1%} of a "
+                            f"slice); vCPU {cpu} after {got[cpu]}, the profile's after {want[cpu]}")
+    return dev
+
+
+def _machine(ctx, work: Path, boundary: int, name: str, mode: str, stop_after: int, run, warmup: int = 0,
+             late: int = 0, end: bool = False):
     """Restore the checkpoint at `boundary` (0: the snapshot after boot) in
     work/name with its own copy of the checkpoint's disks (fresh ones from
-    the snapshot), its plugin in `mode` stopping it `stop_after` slices on;
-    run(cmd, dir) drives it; the disks go afterwards."""
+    the snapshot), its plugin in `mode` stopping it `stop_after` slices on
+    (the first slice `late` instructions short: the checkpoint was taken
+    that far past its boundary; end: the stop ends a region, saves nothing,
+    and does not wait for the disk); run(cmd, dir) drives it; the disks go
+    afterwards."""
     from engine import regions
     d = work / name
     d.mkdir()
@@ -159,7 +227,8 @@ def _machine(ctx, work: Path, boundary: int, name: str, mode: str, stop_after: i
     else:
         images = ctx.disks(d)
     conf = ctx.conf(mode, d) + f"plugin.stop_after_slices {stop_after}\n" + (
-        f"plugin.region_warmup_slices {warmup}\n" if warmup else "")
+        f"plugin.region_warmup_slices {warmup}\n" if warmup else "") + (
+        f"plugin.first_slice_done {late}\n" if late else "") + ("plugin.stop_for_exit on\n" if end else "")
     try:
         return run(ctx.cmd(work / f"ckpt-{boundary}" if boundary else ctx.sdir, images, conf, d / "timing.conf"), d)
     finally:

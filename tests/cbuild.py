@@ -14,10 +14,10 @@ GUEST = ("-Wno-sign-compare", "-Wno-unused-parameter")
 SHARED = ("-fPIC", "-shared")
 
 
-def gcc(out: Path, *sources, flags=(), include=()) -> Path:
-    """gcc BASE FLAGS -I<each include> -o OUT SOURCES; fails the test on any
-    warning. Returns out."""
+def gcc(out: Path, *sources, flags=(), include=(), libs=()) -> Path:
+    """gcc BASE FLAGS -I<each include> -o OUT SOURCES LIBS (libraries after
+    the sources that use them); fails the test on any warning. Returns out."""
     bootstrapped.apt("build-essential")  # gcc
-    subprocess.run(["gcc", *BASE, *flags, *(f"-I{d}" for d in include), "-o", str(out), *map(str, sources)],
+    subprocess.run(["gcc", *BASE, *flags, *(f"-I{d}" for d in include), "-o", str(out), *map(str, sources), *libs],
                    check=True)
     return out

@@ -154,3 +154,40 @@ def test_a_point_that_waited_less_than_the_profile_is_priced_for_its_busy_time_o
     # busy: 8 slices at 100 and 2 at 200 (800 - 600), per instruction; idle: the profile's
     assert est["busy_ps"] == pytest.approx(10 * (0.8 * 100 + 0.2 * 200))
     assert est["elapsed_ps"] == pytest.approx(est["busy_ps"] + 1800)
+
+
+def cum_rows(per_slice):
+    """Profile slices rows: every vCPU's instructions since the run's start at each boundary."""
+    total, out = [0] * len(per_slice[0]), []
+    for s in per_slice:
+        total = [t + x for t, x in zip(total, s)]
+        out.append({"cpu_insns": list(total)})
+    return out
+
+
+def test_a_checkpoint_chain_on_the_profile_s_path_is_accepted_from_where_it_started():
+    profile = cum_rows([[5000, 7000], [6000, 4000], [3000, 9000], [8000, 2000]])
+    # the segment from the snapshot to boundary 2, then one restored at 2 to boundary 4
+    assert sampled.on_path(profile, cum_rows([[5000, 7000], [6000, 4000], [1, 0]]), 0, 2, [0, 0], 10000) == 0
+    # a few instructions counted otherwise (blocks cut short): within 0.1 % of a slice
+    assert sampled.on_path(profile, cum_rows([[3000, 9000], [8003, 1995]]), 2, 4, [11000, 11000], 10000) == 8
+
+
+def test_a_restored_segment_whose_vcpus_part_from_the_profile_is_refused_naming_the_vcpu():
+    profile = cum_rows([[5000, 7000], [6000, 4000], [3000, 9000], [8000, 2000]])
+    # the same machine-wide count at the boundary, another interleaving
+    with pytest.raises(sampled.SamplingError, match=r"slice 4 left the profile's path: restored from slice 2, its "
+                                                    r"vCPUs reached the boundary 24 instructions away .* vCPU 0 after "
+                                                    r"22012, the profile's after 22000"):
+        sampled.on_path(profile, cum_rows([[3000, 9000], [8012, 1988]]), 2, 4, [11000, 11000], 10000)
+    with pytest.raises(sampled.SamplingError, match="its segment wrote 1 slices, expected 2"):
+        sampled.on_path(profile, cum_rows([[3000, 9000]]), 2, 4, [11000, 11000], 10000)
+
+
+def test_a_checkpoint_goes_back_to_the_latest_boundary_the_machine_could_be_saved_in_its_slice():
+    rows = [{"point_late": x} for x in (0, 0, 40, -1, 9999, 10000, -1)]
+    assert sampled.checkpoint_boundary(rows, 2, 10000) == 2       # 40 instructions in: within its slice
+    assert sampled.checkpoint_boundary(rows, 6, 10000) == 4       # 6 and 5 not within theirs
+    assert sampled.checkpoint_boundary(rows, 3, 10000) == 2
+    assert sampled.checkpoint_boundary([{"point_late": -1}] * 3, 2, 10000) == 0  # the snapshot after boot
+    assert sampled.checkpoint_boundary([{"point_late": None}] * 3, 2, 10000) == 2  # a profile without the column

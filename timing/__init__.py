@@ -141,7 +141,7 @@ def check(topo, mode: str, qemu_mode: str = "icount") -> None:
 def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir: Path | None = None,
                 interval: int = 100_000_000, qemu_mode: str = "icount", stalls: bool = True,
                 price_from_marker: bool = False, warmup_insns: int = 0, restored: bool = False,
-                mem_hops: bool = False) -> str:
+                mem_hops: bool = False, checkpoint_points: bool = False) -> str:
     """stalls: in detailed mode, charge every access's modeled latency beyond
     an L1 hit to the running vCPU's clock (our QEMU's series), so the guest
     feels it; without per-vCPU clocks (mttcg) QEMU refuses them.
@@ -153,7 +153,11 @@ def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir
     restored: the guest's kernel is up from the first block (a restore may
     start in user space: its blocks are the user's, not the boot's).
     mem_hops: the machine-wide slices count loads and stores by hops to
-    their home node (a sampled run's profile: where its data lives)."""
+    their home node (a sampled run's profile: where its data lives).
+    checkpoint_points: every vCPU's TLB is reset at the run's first block
+    and where a checkpoint is or would be taken (a sampled run's profile,
+    checkpoint segments and regions: plugin_bbv.c), so that machines
+    restored from its checkpoints go on as the profile did."""
     check(topo, mode, qemu_mode)
     caches = {c.name: c for c in topo.caches}
     l1, l2 = caches["l1d"], caches["l2"]
@@ -189,6 +193,8 @@ def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir
                   f"plugin.global_bbv {'on' if qemu_mode == 'icount' else 'off'}"]
         if mem_hops:
             lines.append("plugin.mem_hops on")
+        if checkpoint_points and qemu_mode == "icount":
+            lines.append("plugin.checkpoint_points on")
     for n in range(topo.nodes):
         lines += [f"cpu_node {c} {n}" for c in topo.node_cpus(n)]
     lines += [f"hops {i} " + " ".join(map(str, row)) for i, row in enumerate(topo.hops)]

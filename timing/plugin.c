@@ -78,6 +78,15 @@ static uint64_t warmup_total, warmup_left;
  * model (priced, the guest feels them) and what it counted over them is
  * dropped at boundary m, so the results are those of the measured slice. */
 static uint64_t stop_after_slices, region_warmup_slices;
+/* plugin.first_slice_done n: the checkpoint this run restores was taken n
+ * non-spin instructions past its boundary (bbv.stops' late_insns): the first
+ * slice ends n sooner, so every boundary is the profile's */
+static uint64_t first_slice_done;
+/* plugin.checkpoint_points on (a sampled run's profile, segments and
+ * regions): TLBs reset where checkpoints are or would be taken (plugin_bbv.c) */
+static int checkpoint_points;
+/* plugin.stop_for_exit on (a region): its stop ends the run, saves nothing */
+static int stop_for_exit;
 static qemu_plugin_id_t plugin_id;
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
 static void at_exit(qemu_plugin_id_t id, void *ud);
@@ -325,6 +334,9 @@ static int read_plugin_keys(const char *path) {
             else if (!strcmp(key, "plugin.kernel_up")) kernel_seen = !strcmp(val, "on");
             else if (!strcmp(key, "plugin.region_warmup_slices")) region_warmup_slices = strtoull(val, NULL, 10);
             else if (!strcmp(key, "plugin.stop_after_slices")) stop_after_slices = strtoull(val, NULL, 10);
+            else if (!strcmp(key, "plugin.first_slice_done")) first_slice_done = strtoull(val, NULL, 10);
+            else if (!strcmp(key, "plugin.checkpoint_points")) checkpoint_points = !strcmp(val, "on");
+            else if (!strcmp(key, "plugin.stop_for_exit")) stop_for_exit = !strcmp(val, "on");
         }
     fclose(f);
     return 0;
@@ -372,12 +384,21 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     mem_hops = mem_hops && !detailed && global_bbv && bbv_on();  /* a fast profile's */
     if (mem_hops) bbv_set_mem(vm_hop_classes(M), vm_line_bytes(M), hop_of);
     if (detailed) bbv_set_clock(model_clock);
+    if (checkpoint_points) {
+        if (!global_bbv || !bbv_on()) {
+            fprintf(stderr, "vmlab-timing: plugin.checkpoint_points needs plugin.global_bbv on\n");
+            return -1;
+        }
+        bbv_set_points(1);
+    }
     if (stop_after_slices || region_warmup_slices) {
         if (!global_bbv) {
             fprintf(stderr, "vmlab-timing: plugin.stop_after_slices needs plugin.global_bbv on\n");
             return -1;
         }
         bbv_set_stop(stop_after_slices, region_warmup_slices ? at_boundary : NULL);
+        bbv_set_first_done(first_slice_done);
+        bbv_set_stop_for_exit(stop_for_exit);
     }
     plugin_id = id;
     if (!is_x86) pricing = 1;  /* the marker is x86's */

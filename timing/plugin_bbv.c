@@ -79,6 +79,29 @@ static uint32_t *execs_cap;
 static uint64_t (*clock_of)(int cpu);
 static uint64_t *start_clock;           /* detailed: each vCPU's clock when the first block ran */
 static uint64_t stop_after;             /* regions: the machine stops at this slice boundary (0: never) */
+/* regions: non-spin instructions of the first slice run before this run's
+ * start (a checkpoint the machine could only stop for that late: a disk
+ * request was outstanding), so that its boundaries stay the profile's */
+static uint64_t first_done;
+/* Checkpoint points (a sampled run's profile, checkpoint segments and
+ * regions): the first block at or after each boundary at which the machine
+ * could be stopped (no modelled disk request outstanding) is where a
+ * checkpoint of it would be taken; at the block after it every vCPU's TLB is
+ * reset (qemu_plugin_tlb_reset), as a machine restored from that checkpoint
+ * starts, and a run's first block resets them too. So the profile and the
+ * machines restored from its checkpoints go on alike: a restored machine's
+ * empty TLBs otherwise made page walks set accessed bits the profile's
+ * cached entries did not, and reclaim chose otherwise (the fork storm's
+ * checkpoint chain on 8 vCPUs left the profile within 3 slices). */
+static int points, point_pending, reset_next;
+/* The open slice's start boundary: how many of its non-spin instructions
+ * ran before its checkpoint point (-1: none yet; 0 at a run's start, itself
+ * a checkpoint), written as the slice's `point_late` so the host can choose
+ * boundaries where a checkpoint comes within its slice (a busy disk can
+ * keep the machine from being saved for seconds of guest time). */
+static int64_t point_late;
+/* regions: the stop ends the run and saves nothing (never refused) */
+static int stop_for_exit;
 static int stop_pending;
 static void (*at_boundary)(uint64_t b, uint64_t insns);
 /* machine idle: which vCPUs sit in HLT, since when all of them (UINT64_MAX:
@@ -168,6 +191,7 @@ static FILE *table(const char *name, const char *head, int clocks, int machine) 
     for (int c = 0; clocks && c < ncpus; c++) fprintf(f, " time_ps_cpu%d", c);
     if (machine) fputs(" machine_ps idle_ps", f);
     for (int h = 0; machine && h < nhops; h++) fprintf(f, " miss_hop%d", h);
+    if (machine && points) fputs(" point_late", f);
     fputc('\n', f);
     return f;
 }
@@ -197,6 +221,7 @@ static void global_flush(unsigned vcpu, uint64_t pc, uint64_t count) {
         /* at exit no vCPU runs: its clock reads 0 (unknown) */
         fprintf(gslices, " %" PRIu64 " %" PRIu64, qemu_plugin_vcpu_clock_ps(), gidle);
         for (int h = 0; h < nhops; h++) fprintf(gslices, " %" PRIu64, ghop[h]);
+        if (points) fprintf(gslices, " %" PRId64, point_late);
         fputc('\n', gslices);
     }
     gslice++;
@@ -205,7 +230,19 @@ static void global_flush(unsigned vcpu, uint64_t pc, uint64_t count) {
     memset(ghop, 0, sizeof ghop);
     if (at_boundary) at_boundary(gslice, machine_insns());
     if (gslice == stop_after) stop_pending = 1;
+    point_pending = points;
+    point_late = -1;
 }
+
+void bbv_set_points(int on) {
+    points = on;
+    point_late = 0;
+    reset_next = on;  /* a run's first block: a restored machine's TLBs start empty */
+}
+
+void bbv_set_first_done(uint64_t n) { first_done = n; }
+
+void bbv_set_stop_for_exit(int on) { stop_for_exit = on; }
 
 void bbv_set_stop(uint64_t after, void (*boundary)(uint64_t b, uint64_t insns)) {
     stop_after = after;
@@ -214,8 +251,9 @@ void bbv_set_stop(uint64_t after, void (*boundary)(uint64_t b, uint64_t insns)) 
 
 /* The current block is the last before the stop: it was counted in the slice
  * that just ended (or, late, in the one now open: g.insns says how far in). */
-static void try_stop(void) {
-    if (!qemu_plugin_machine_stop()) return;  /* a modelled disk request is outstanding: next block */
+static int try_stop(void) {
+    if (stop_for_exit) qemu_plugin_machine_stop_for_exit();
+    else if (!qemu_plugin_machine_stop()) return 0;  /* a modelled disk request is outstanding: next block */
     FILE *f = table("bbv.stops", "# boundary late_insns", 0, 0);
     if (f) {
         fprintf(f, "%" PRIu64 " %" PRIu64, stop_after, g.insns);
@@ -224,6 +262,20 @@ static void try_stop(void) {
         fclose(f);  /* the host reads it while the machine is stopped */
     }
     stop_pending = 0;
+    return 1;
+}
+
+/* A boundary's stop, or its checkpoint point, at the first block it may be. */
+static void at_point(void) {
+    /* a checkpoint could not be saved here: the next block (a region's
+     * final stop saves nothing and never waits) */
+    if (!(stop_pending && stop_for_exit) && !qemu_plugin_machine_can_stop()) return;
+    if (stop_pending && !try_stop()) return;
+    if (point_pending) {
+        reset_next = 1;
+        point_late = (int64_t)g.insns;
+    }
+    point_pending = 0;
 }
 
 void bbv_init(const char *d, uint64_t iv, int n, int glob) {
@@ -307,6 +359,10 @@ void bbv_exec(unsigned vcpu, uint32_t bb, uint32_t n, uint64_t pc, int spin, int
         flush(v, name);
     }
     if (!global) return;
+    if (reset_next) {  /* the block after a checkpoint point: as a restored machine */
+        reset_next = 0;
+        qemu_plugin_tlb_reset();
+    }
     /* the engine's clock is read only where a vCPU halts or wakes */
     if (halt || halted[vcpu]) halt_event(vcpu, halt, qemu_plugin_vcpu_clock_ps());
     if (clock_of && !start_clock) {
@@ -318,12 +374,15 @@ void bbv_exec(unsigned vcpu, uint32_t bb, uint32_t n, uint64_t pc, int spin, int
     uint64_t count = ++execs[vcpu][bb];
     if (spin) {
         gspin += n;
-        if (stop_pending) try_stop();
+        if (stop_pending || point_pending) at_point();
         return;
     }
     add(&g, (bb - 1) * (uint32_t)ncpus + vcpu + 1, n);
-    if (g.insns >= interval) global_flush(vcpu, pc, count);
-    if (stop_pending) try_stop();
+    if (g.insns + first_done >= interval) {
+        first_done = 0;
+        global_flush(vcpu, pc, count);
+    }
+    if (stop_pending || point_pending) at_point();
 }
 
 void bbv_close(void) {

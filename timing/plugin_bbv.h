@@ -32,6 +32,18 @@ void bbv_exec(unsigned vcpu, uint32_t bb, uint32_t n, uint64_t pc, int spin, int
  * from stopping; the stop is logged to bbv.stops. boundary(b, insns), if
  * given, is called at every boundary b with the machine's instructions so far. */
 void bbv_set_stop(uint64_t after, void (*boundary)(uint64_t b, uint64_t insns));
+/* The first slice already ran n non-spin instructions before this run (a
+ * checkpoint taken n late): its boundary comes n sooner, as in the profile. */
+void bbv_set_first_done(uint64_t n);
+/* The stop ends a run that will not be saved (a region's end): never
+ * refused, a disk request outstanding or not. */
+void bbv_set_stop_for_exit(int on);
+/* Checkpoint points on (sampled runs): every vCPU's TLB is reset at a run's
+ * first block and after each boundary's first stoppable block, where a
+ * checkpoint would be taken, so runs restored from checkpoints go on as the
+ * profile did; each slice's row says how far into it its start boundary's
+ * point came (`point_late`, -1: not within it). */
+void bbv_set_points(int on);
 /* At exit: the last partial intervals, and the files closed. */
 void bbv_close(void);
 
