@@ -21,6 +21,7 @@ snapshot after boot, with the warm-up it has room for.
 """
 from __future__ import annotations
 
+import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -32,7 +33,7 @@ MAX_K = 100
 MAX_WARMUP = 100
 # How far (all vCPUs' instructions together, as a share of a slice) a
 # checkpoint's vCPUs may be from the profile's at its boundary (on_path).
-PATH_TOLERANCE = 0.001
+PATH_TOLERANCE = 0.0001
 
 
 class SamplingError(RuntimeError):
@@ -92,19 +93,23 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
         work.mkdir()
         tc = time.monotonic()
         meta: dict[int, dict] = {0: {"late_insns": 0, "cpu_insns": [0] * len(rows[0]["cpu_insns"])}}
-        for prev, b in zip([0, *bounds], bounds):  # each from the one before: see engine/regions.checkpoint
-            m = _machine(ctx, work, prev, f"segment-{b}", "fast", b - prev,
-                         lambda cmd, d, b=b: regions.checkpoint(cmd, d, work / f"ckpt-{b}", ctx.timeout_s),
-                         late=meta[prev]["late_insns"])
-            # where the profile's vCPUs were at the stop: this segment's counts on top of where it started
-            meta[b] = {**m, "cpu_insns": [x + y for x, y in zip(meta[prev]["cpu_insns"], m["cpu_insns"])]}
-            meta[b]["path_dev"] = dev = on_path(rows, simpoint.read_slices(work / f"segment-{b}" / "bbv.global.slices"),
-                                                prev, b, meta[prev]["cpu_insns"], spec.slice_insns)
-            if rows[b].get("point_late") not in (None, m["late_insns"]):
-                raise SamplingError(f"checkpoint at slice {b} was taken {m['late_insns']} instructions into its "
-                                    f"slice, where the profile's point was {rows[b]['point_late']}")
-            print(f"sampled: checkpoint at slice {b}: on the profile's path (vCPUs {dev} instructions off in all)"
-                  + (f", taken {m['late_insns']} instructions late" if m["late_insns"] else ""), flush=True)
+        retaken = 0
+        prev = 0
+        for b in bounds:  # each from the one before (see engine/regions.checkpoint), or from the snapshot again
+            try:
+                meta[b] = _checkpoint(ctx, work, rows, meta, prev, b, f"segment-{b}")
+            except OffPath as e:
+                if not prev:
+                    raise
+                # the snapshot after boot is the profile's own start: a segment from it repeats the profile
+                print(f"sampled: {e}; taken again from the snapshot after boot", flush=True)
+                shutil.rmtree(work / f"ckpt-{b}")
+                meta[b] = _checkpoint(ctx, work, rows, meta, 0, b, f"segment-{b}-from-0")
+                retaken += 1
+            print(f"sampled: checkpoint at slice {b}: on the profile's path (vCPUs {meta[b]['path_dev']} "
+                  f"instructions off in all)" + (f", taken {meta[b]['late_insns']} instructions late"
+                                                 if meta[b]["late_insns"] else ""), flush=True)
+            prev = b
         ckpt_s = time.monotonic() - tc
 
         def region(point):
@@ -148,7 +153,8 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
           {"checkpoint_wall_s": ckpt_s, "regions_wall_s": regions_s, "sampling_wall_s": time.monotonic() - t0,
            "profile_insns": sum(r["insns"] + r["spin_insns"] for r in rows),
            "detailed_insns": sum(row["detailed_insns"] for _, row in done),
-           "path_dev_insns": max((x.get("path_dev", 0) for x in meta.values()), default=0)})
+           "path_dev_insns": max((x.get("path_dev", 0) for x in meta.values()), default=0),
+           "checkpoints_retaken": retaken})
     print(f"sampled: {len(done)} regions; elapsed {est['elapsed_ps'] / 1e9:.3f} ms estimated "
           f"({time.monotonic() - t0:.0f} s: checkpoints {ckpt_s:.0f} s, regions {regions_s:.0f} s)", flush=True)
     return "ok"
@@ -162,6 +168,30 @@ def _give_up(con, run_id: int, status: str, reason: str) -> str:
     with con:
         con.execute("UPDATE runs SET status = ?, reason = ? WHERE id = ?", (status, reason, run_id))
     return status
+
+
+class OffPath(SamplingError):
+    """A checkpoint whose vCPUs are not where the profile's were."""
+
+
+def _checkpoint(ctx, work: Path, rows: list[dict], meta: dict[int, dict], prev: int, b: int, name: str) -> dict:
+    """The checkpoint at boundary b, taken by a segment restored from the one
+    at `prev` (0: the snapshot after boot) in work/name, and checked against
+    the profile (on_path). Returns its meta, with every vCPU's instructions
+    from the profile's start and the deviation."""
+    from engine import regions
+    from analysis import simpoint
+    m = _machine(ctx, work, prev, name, "fast", b - prev,
+                 lambda cmd, d: regions.checkpoint(cmd, d, work / f"ckpt-{b}", ctx.timeout_s),
+                 late=meta[prev]["late_insns"])
+    # where the profile's vCPUs were at the stop: this segment's counts on top of where it started
+    out = {**m, "cpu_insns": [x + y for x, y in zip(meta[prev]["cpu_insns"], m["cpu_insns"])]}
+    out["path_dev"] = on_path(rows, simpoint.read_slices(work / name / "bbv.global.slices"), prev, b,
+                              meta[prev]["cpu_insns"], ctx.spec.slice_insns)
+    if rows[b].get("point_late") not in (None, m["late_insns"]):
+        raise OffPath(f"checkpoint at slice {b} was taken {m['late_insns']} instructions into its slice, where "
+                      f"the profile's point was {rows[b]['point_late']}")
+    return out
 
 
 def checkpoint_boundary(rows: list[dict], want: int, slice_insns: int) -> int:
@@ -202,9 +232,9 @@ def on_path(profile: list[dict], segment: list[dict], prev: int, b: int, start: 
     dev = sum(map(abs, diff))
     if dev > PATH_TOLERANCE * slice_insns:
         cpu = max(range(len(diff)), key=lambda i: abs(diff[i]))
-        raise SamplingError(f"checkpoint at slice {b} left the profile's path: restored from "
+        raise OffPath(f"checkpoint at slice {b} left the profile's path: restored from "
                             f"{f'slice {prev}' if prev else 'the snapshot after boot'}, its vCPUs reached the "
-                            f"boundary {dev} instructions away from the profile's (over {PATH_TOLERANCE:.1%} of a "
+                            f"boundary {dev} instructions away from the profile's (over {PATH_TOLERANCE:.2%} of a "
                             f"slice); vCPU {cpu} after {got[cpu]}, the profile's after {want[cpu]}")
     return dev
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from analysis import simpoint
+from pipeline import sampled
 from tests.e2e import REPO, db, vmlab
 
 pytestmark = pytest.mark.boot
@@ -64,3 +65,37 @@ def test_a_sampled_run_estimates_the_full_detailed_run(vmlab_env, tmp_path):
                       "ORDER BY cluster").fetchall()
     first = c.execute(f"SELECT {cols} FROM sample_regions WHERE run_id = ? ORDER BY cluster", (sid,)).fetchall()
     assert [tuple(x) for x in again] == [tuple(x) for x in first]
+
+
+SWAPPING_4CPU = ["-t", str(REPO / "tests" / "data" / "x86-2s-small.toml"), "-e", "memeater",
+                 "-p", "chunks=9,cycles=2,swap=disk,swap_frac=1.0", "--slice-insns", "2000000",
+                 "--sample-max-k", "6", "--timing", "sampled"]
+
+
+def test_a_checkpoint_chain_on_four_vcpus_swapping_to_disk_follows_the_profile(vmlab_env, tmp_path):
+    """Restored from a checkpoint, a machine must go on as the profile did:
+    with more than one vCPU that needs the running slice and no kick timer
+    (series patch 0015) and the TLBs reset at the checkpoint points (0016);
+    with swap traffic, the disk model's pending requests saved with the
+    machine (0017), or a checkpoint waits for an idle disk. Every checkpoint
+    is checked against the profile (on_path); one restored from another
+    that leaves the path is taken again from the snapshot after boot, which
+    some still do (2 of 5 here, 2026-11-26: state a restore with disk
+    requests outstanding still loses, not found). Before 0015 every one
+    restored from another left it within a few slices."""
+    r = vmlab(vmlab_env, tmp_path, *SWAPPING_4CPU)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    c = db(tmp_path)
+    run = c.execute("SELECT * FROM runs").fetchone()
+    assert run["status"] == "ok" and run["timing_mode"] == "sampled"
+    assert c.execute("SELECT delta FROM v_vmstat_delta WHERE counter = 'pswpout'").fetchone()[0] > 0
+    regions = c.execute("SELECT * FROM sample_regions").fetchall()
+    assert sum(x["boundary"] > 0 for x in regions) >= 2, "regions from checkpoints taken mid-run"
+    # every checkpoint at its boundary, none moved earlier for a busy disk
+    assert all(x["late_insns"] == 0 and x["warmup_slices"] == min(1, x["point"]) for x in regions)
+    assert r.stdout.count("on the profile's path") == len({x["boundary"] for x in regions} - {0})
+    dev = c.execute("SELECT value FROM metrics WHERE name = 'sampled.path_dev_insns'").fetchone()[0]
+    assert dev <= sampled.PATH_TOLERANCE * 2_000_000
+    chained = len({x["boundary"] for x in regions} - {0}) - 1  # the first comes from the snapshot
+    retaken = c.execute("SELECT value FROM metrics WHERE name = 'sampled.checkpoints_retaken'").fetchone()[0]
+    assert retaken < chained, "some checkpoint restored from another kept the profile's path"
