@@ -90,26 +90,24 @@ def test_a_late_checkpoint_s_first_slice_ends_sooner_so_boundaries_stay_the_prof
     assert [r["insns"] for r in p.close()] == [70, 100, 30]
 
 
+def stops_after(built, d, refuse):
+    """A run that stops at boundary 2 of 100-instruction slices, its disk
+    busy for `refuse` tries there: the stop line it logged."""
+    d.mkdir()
+    p = Plugin(built, d, 100, 2)
+    p.lib.bbv_set_stop(2, None)
+    p.lib.h_refuse(refuse)
+    for i in range(30):
+        p.run(i % 2)
+    p.close()
+    assert p.lib.h_stops() == 1
+    return regions._stops(d / "bbv.stops")
+
+
 def test_the_machine_stops_at_its_boundary_or_at_the_first_block_it_may(built, tmp_path):
-    (tmp_path / "a").mkdir()
-    on_time = Plugin(built, tmp_path / "a", 100, 2)
-    on_time.lib.bbv_set_stop(2, None)
-    for i in range(30):
-        on_time.run(i % 2)
-    on_time.close()
-    assert on_time.lib.h_stops() == 1
-    assert regions._stops(tmp_path / "a" / "bbv.stops") == [
-        {"boundary": 2, "late_insns": 0, "cpu_insns": [100, 100]}]
-    (tmp_path / "b").mkdir()
-    late = Plugin(built, tmp_path / "b", 100, 2)
-    late.lib.bbv_set_stop(2, None)
-    late.lib.h_refuse(3)  # a modelled disk request outstanding for three more tries
-    for i in range(30):
-        late.run(i % 2)
-    late.close()
-    assert late.lib.h_stops() == 1
-    assert regions._stops(tmp_path / "b" / "bbv.stops") == [
-        {"boundary": 2, "late_insns": 30, "cpu_insns": [120, 110]}]
+    assert stops_after(built, tmp_path / "a", 0) == [{"boundary": 2, "late_insns": 0, "cpu_insns": [100, 100]}]
+    # a modelled disk request outstanding for three more tries
+    assert stops_after(built, tmp_path / "b", 3) == [{"boundary": 2, "late_insns": 30, "cpu_insns": [120, 110]}]
 
 
 def test_idle_time_runs_from_the_last_vcpu_s_halt_to_the_first_wake_up(built, tmp_path):
