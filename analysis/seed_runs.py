@@ -129,7 +129,9 @@ def select_runs(con, seed: str, study_id: int | None = None) -> list[int]:
         for r in picked:
             cols.setdefault(column(s, r), []).append(r)
         reps = max(int(b.get("repeats", 1)) for b in ours or [{}])
-        picked = [r for c in cols.values() for r in c[:reps]]
+        # one start per column, its newest run's: booted and restored runs of the same inputs are
+        # other runs of the machine (docs/snapshots.md), not repeats of each other
+        picked = [r for c in cols.values() for r in [x for x in c if x["start"] == c[0]["start"]][:reps]]
     if not picked:
         where = f"study {study_id}" if study_id is not None else "the database"
         topos = "/".join(dict.fromkeys(t for b in (ours or [{}]) for t in _axis(b, "topology"))) or "any machine"

@@ -25,6 +25,8 @@ def parser() -> argparse.ArgumentParser:
                    help="run only the blocks' runs on this machine (repeatable), e.g. the x86 columns again after "
                         "an engine change; the tables still show every ok run of the study")
     p.add_argument("--table-only", action="store_true", help="print the tables from the database; run nothing")
+    p.add_argument("--boot", action="store_true", help="every run boots instead of restoring the machine's "
+                   "snapshot (another study; the tables show one start per column)")
     p.add_argument("--page", metavar="FILE", help="also write the tables as a Markdown results page (e.g. "
                                                   "docs/results/seeds.md) saying how the runs were produced")
     return p
@@ -43,6 +45,6 @@ def main(argv: list[str]) -> int:
             print(f"error: studies/seeds.toml: no [[matrix]] block for seed(s) {' '.join(a.seeds)}", file=sys.stderr)
             return 2
         sid, _ = studycli.run(SEEDS_STUDY, dbpath, groups=groups, workers=a.workers, dask=a.dask, report=False,
-                              topologies=a.topology)
+                              topologies=a.topology, boot=a.boot)
     command = " ".join(["./run.py seeds", *a.seeds, "--table-only", f"--db {a.db}", f"--page {a.page}"])
     return seeds.print_tables(str(dbpath), a.seeds, sid, page=a.page and (Path(a.page), command))

@@ -162,12 +162,16 @@ def _expand(path: Path, g: dict, planned: dict, total: int) -> int:
     return total
 
 
-def load(path: Path | str, groups: list[str] | None = None, topologies: list[str] | None = None) -> Study:
+def load(path: Path | str, groups: list[str] | None = None, topologies: list[str] | None = None,
+         boot: bool = False) -> Study:
     """groups: only the [[matrix]] blocks with these names (e.g. one seed of
     studies/seeds.toml); topologies: only their runs on these machines (by
     topology name), e.g. the x86 columns again after an engine change that
     leaves the Alpha guests' runs as they were. Positions stay the full
-    plan's, so a filtered and a whole run of one study order alike."""
+    plan's, so a filtered and a whole run of one study order alike.
+    boot: every run boots instead of restoring the machine's snapshot
+    (`--boot`): another study ("NAME (booted)"), whose runs have their own
+    keys, so its tables never mix the two starts."""
     path = Path(path)
     try:
         text = path.read_text()
@@ -194,7 +198,7 @@ def load(path: Path | str, groups: list[str] | None = None, topologies: list[str
                                  f"{', '.join(str(n) for n in names if n) or 'none'})")
         chosen_groups = [g for g in chosen_groups if g["name"] in groups]
     for g in chosen_groups:
-        total = _expand(path, g, planned, total)
+        total = _expand(path, {**g, "run": {**g["run"], "boot": True}} if boot else g, planned, total)
     runs = list(planned.values())
     if topologies is not None:
         have = sorted({r.prep.topo.name for r in runs})
@@ -203,5 +207,7 @@ def load(path: Path | str, groups: list[str] | None = None, topologies: list[str
                 raise InputError(f"{path}: no run on topology {want!r} in the chosen blocks (their machines: "
                                  f"{', '.join(have) or 'none'})")
         runs = [r for r in runs if r.prep.topo.name in topologies]
+    if boot:
+        name, text = f"{name.strip()} (booted)", text + "\n# ./run.py study --boot: every run boots\n"
     return Study(name.strip(), description, path, text, hashlib.sha256(text.encode()).hexdigest(),
                  runs)

@@ -28,6 +28,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rerun", action="store_true", help="run every key again, even those already ok")
     p.add_argument("--dry-run", action="store_true", help="list the runs, their keys and whether they are done")
     p.add_argument("--no-report", action="store_true", help="do not write the report at the end")
+    p.add_argument("--boot", action="store_true", help="every run boots instead of restoring the machine's "
+                   "snapshot after boot (recorded as the study \"NAME (booted)\")")
     return p
 
 
@@ -81,7 +83,7 @@ class Progress:
 
 
 def run(study_path, dbpath: Path, groups=None, workers=None, dask=None, retries=2, rerun=False,
-        report=True, topologies=None) -> tuple[int, bool]:
+        report=True, topologies=None, boot=False) -> tuple[int, bool]:
     """Load, run what is missing, print the tally (and write the report);
     (study id, every run ok). Bad input exits 2 before anything runs."""
     from analysis import db
@@ -91,7 +93,7 @@ def run(study_path, dbpath: Path, groups=None, workers=None, dask=None, retries=
     if not 0 <= retries <= 10:
         fail(f"--retries: expected 0 to 10, got {retries}")
     try:
-        st = study_mod.load(study_path, groups, topologies)
+        st = study_mod.load(study_path, groups, topologies, boot=boot)
     except InputError as e:
         fail(str(e))
     if dask:
@@ -132,7 +134,7 @@ def main(argv: list[str]) -> int:
     dbpath = Path(a.db).resolve()
     if a.dry_run:
         try:
-            st = study_mod.load(a.file)
+            st = study_mod.load(a.file, boot=a.boot)
         except InputError as e:
             fail(str(e))
         con = db.connect(dbpath) if dbpath.exists() else None
@@ -142,5 +144,5 @@ def main(argv: list[str]) -> int:
         print(f"{len(st.runs)} runs")
         return 0
     _, all_ok = run(a.file, dbpath, workers=a.workers, dask=a.dask, retries=a.retries, rerun=a.rerun,
-                    report=not a.no_report)
+                    report=not a.no_report, boot=a.boot)
     return 0 if all_ok else 1

@@ -458,6 +458,27 @@ def test_default_selection_latest_ok_runs_per_column(built, tmp_path, monkeypatc
     assert ids["f_timed"] in fork and ids["f_flip"] in fork and ids["f_rb_8"] not in fork
 
 
+def test_default_selection_takes_one_start_per_column(tmp_path, monkeypatch):
+    """Booted and restored runs of the same inputs are other runs of the
+    machine, not repeats: a column takes the runs of its newest run's start."""
+    study = tmp_path / "seeds.toml"
+    study.write_text(STUDY_TOML.replace("params.duration_s = 3\n", "params.duration_s = 3\nrepeats = 3\n"))
+    monkeypatch.setattr(seed_runs, "SEEDS_STUDY", study)
+    con = db.connect(tmp_path / "r.db")
+    x2, kp = T.load("x86-2s"), json.dumps({"duration_s": 3.0})
+
+    def kvio(kernel, start, key):
+        return store(con, x2, kvio_lines([50000, 48000, 45000, 40000], [0, 2, 4, 8], 800, 400), experiment="kvio",
+                     patch_set=kernel, run_key=key, params_json=kp, start=start)
+
+    old = [kvio("vanilla", "booted", f"b{i}") for i in range(2)]
+    new = kvio("vanilla", "restored", "r0")
+    period = [kvio("scan-balance-3.9", "booted", f"p{i}") for i in range(2)]
+    picked = seed_runs.select_runs(con, "001")
+    assert new in picked and not set(old) & set(picked)  # vanilla: its newest start only
+    assert set(period) <= set(picked) and len(picked) == 3  # up to the block's three repeats
+
+
 def test_cli_prints_the_tables_and_bad_input_is_one_line(built, capsys, tmp_path, monkeypatch):
     path, ids, con = built
     assert seeds.print_tables(str(path), ["001", "003"], ids["study"]) == 0

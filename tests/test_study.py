@@ -66,6 +66,19 @@ def test_keys_follow_what_defines_a_run_and_nothing_else(tmp_path):
     assert same != prepare(RunSpec(topology=str(tmp_path / "x86-2s-edited.toml"), **base)).key
 
 
+def test_boot_makes_every_run_boot_in_a_study_of_its_own(tmp_path):
+    """`./run.py study F --boot` (and `seeds --boot`): the same runs booted, with
+    their own keys, recorded as another study, so neither's tables mix them."""
+    p = write(tmp_path, BASE)
+    restored, booted = study.load(p), study.load(p, boot=True)
+    assert [r.spec.boot for r in restored.runs] == [False] * 6 and all(r.spec.boot for r in booted.runs)
+    assert all(r.prep.start == "restored" for r in restored.runs)
+    assert all(r.prep.start == "booted" for r in booted.runs)
+    assert not {r.key for r in restored.runs} & {r.key for r in booted.runs}
+    assert booted.name == "t (booted)" and booted.sha256 != restored.sha256
+    assert [r.axes for r in booted.runs] == [r.axes for r in restored.runs]
+
+
 def test_a_topology_filter_keeps_that_machine_s_runs_with_their_keys_and_positions(tmp_path):
     """Re-measuring one machine's columns (e.g. x86 after an engine change)
     runs the same keys a whole run would, and nothing else; a machine the
