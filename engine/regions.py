@@ -82,7 +82,12 @@ class _Machine:
             if self.proc.poll() is not None:
                 raise RegionError(f"QEMU exited ({self.proc.returncode}) at its start; see {work / 'qemu.log'}")
             time.sleep(0.05)
-        self.qmp = Qmp(sock)
+        try:
+            self.qmp = Qmp(sock, alive=lambda: self.proc.poll() is None)
+        except OSError as e:
+            self.proc.kill()
+            self.proc.wait()
+            raise RegionError(f"QEMU's QMP socket: {e}; see {work / 'qemu.log'}") from None
 
     def run_to_stop(self, deadline: float, what: str, work: Path, end_ok: bool = False) -> bool:
         """Start the restored machine and wait, silent, for the plugin's stop

@@ -154,10 +154,22 @@ def sparse(path: Path, mib: int) -> Path:
 class Qmp:
     """The few QMP commands a snapshot needs, over a unix socket."""
 
-    def __init__(self, path: Path, timeout: float = 30):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(timeout)
-        self.sock.connect(str(path))
+    def __init__(self, path: Path, timeout: float = 30, alive=lambda: True):
+        """alive: whether QEMU still runs. Its socket's file appears at bind(),
+        before listen(): a connect in between is refused (a region's QEMU, on a
+        loaded host, in the cold CI run of 2026-11-27), so it is tried again."""
+        until = time.monotonic() + timeout
+        while True:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(timeout)
+            try:
+                self.sock.connect(str(path))
+                break
+            except (ConnectionRefusedError, FileNotFoundError):
+                self.sock.close()
+                if not alive() or time.monotonic() > until:
+                    raise
+                time.sleep(0.05)
         self.buf = b""
         self.events: list[dict] = []
         self._read()  # greeting
@@ -250,7 +262,7 @@ def _take(work: Path, k: str, command, timeout_s: float, log) -> None:
                 if proc.poll() is not None:
                     raise SnapshotError(f"QEMU exited ({proc.returncode}) before the snapshot; see {work}/qemu.log")
                 time.sleep(0.05)
-            q = Qmp(sock)
+            q = Qmp(sock, alive=lambda: proc.poll() is None)
             while True:
                 status = q.cmd("query-status")["status"]
                 if status == "paused":

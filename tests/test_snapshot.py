@@ -147,3 +147,36 @@ def test_boot_is_a_run_option_a_study_can_set():
     assert "boot" in study.RUN_FIELDS
     with pytest.raises(InputError):
         RunSpec.from_json('{"bogus": 1}')
+
+
+def test_qmp_connects_to_a_socket_that_is_bound_before_it_listens(tmp_path):
+    """QEMU's QMP socket file appears at bind(), before listen(): a connect in
+    between is refused, and is tried again (a region failed so in a cold CI
+    run). A QEMU that has exited is not waited for."""
+    import json
+    import socket
+    import threading
+    import time
+    from engine.snapshot import Qmp
+    path = tmp_path / "qmp"
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(str(path))  # the file exists; nothing listens yet
+    with pytest.raises(ConnectionRefusedError):
+        Qmp(path, timeout=5, alive=lambda: False)
+
+    def serve():
+        time.sleep(0.3)
+        srv.listen(1)
+        conn, _ = srv.accept()
+        conn.sendall(b'{"QMP": {"version": {}}}\n')
+        conn.recv(4096)  # qmp_capabilities
+        conn.sendall(b'{"return": {}}\n')
+        conn.recv(4096)
+        conn.sendall(json.dumps({"return": {"status": "paused"}}).encode() + b"\n")
+
+    t = threading.Thread(target=serve)
+    t.start()
+    q = Qmp(path, timeout=5)
+    assert q.cmd("query-status")["status"] == "paused"
+    t.join()
+    srv.close()
