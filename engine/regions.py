@@ -78,13 +78,12 @@ class _Machine:
                                                       "-serial", f"file:{work / 'console.log'}"],
                                      stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
-        while not sock.exists():
-            if self.proc.poll() is not None:
-                raise RegionError(f"QEMU exited ({self.proc.returncode}) at its start; see {work / 'qemu.log'}")
-            time.sleep(0.05)
         try:
             self.qmp = Qmp(sock, alive=lambda: self.proc.poll() is None)
         except OSError as e:
+            if self.proc.poll() is not None:
+                raise RegionError(f"QEMU exited ({self.proc.returncode}) at its start; see {work / 'qemu.log'}") \
+                    from None
             self.proc.kill()
             self.proc.wait()
             raise RegionError(f"QEMU's QMP socket: {e}; see {work / 'qemu.log'}") from None

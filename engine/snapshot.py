@@ -155,9 +155,10 @@ class Qmp:
     """The few QMP commands a snapshot needs, over a unix socket."""
 
     def __init__(self, path: Path, timeout: float = 30, alive=lambda: True):
-        """alive: whether QEMU still runs. Its socket's file appears at bind(),
-        before listen(): a connect in between is refused (a region's QEMU, on a
-        loaded host, in the cold CI run of 2026-11-27), so it is tried again."""
+        """Waits for QEMU's socket while alive() (QEMU still runs), up to
+        timeout: its file appears at bind(), before listen(), and a connect
+        in between is refused (a region's QEMU on a loaded host, 2026-11-27),
+        so a missing or refusing socket is tried again."""
         until = time.monotonic() + timeout
         while True:
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -258,11 +259,13 @@ def _take(work: Path, k: str, command, timeout_s: float, log) -> None:
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=ql, stderr=subprocess.STDOUT,
                                     start_new_session=True)
         try:
-            while not sock.exists():
+            try:
+                q = Qmp(sock, alive=lambda: proc.poll() is None)
+            except OSError as e:
                 if proc.poll() is not None:
-                    raise SnapshotError(f"QEMU exited ({proc.returncode}) before the snapshot; see {work}/qemu.log")
-                time.sleep(0.05)
-            q = Qmp(sock, alive=lambda: proc.poll() is None)
+                    raise SnapshotError(f"QEMU exited ({proc.returncode}) before the snapshot; see {work}/qemu.log") \
+                        from None
+                raise SnapshotError(f"QEMU's QMP socket: {e}; see {work}/qemu.log") from None
             while True:
                 status = q.cmd("query-status")["status"]
                 if status == "paused":
