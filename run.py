@@ -101,6 +101,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="--timing sampled: at most K simulation points (SimPoint's maxK; default 10)")
     p.add_argument("--sample-warmup", type=int, default=1, metavar="SLICES",
                    help="--timing sampled: slices run detailed before each point to warm the model (default 1)")
+    p.add_argument("--sample-functional", type=int, default=0, metavar="SLICES",
+                   help="--timing sampled: slices before the detailed warm-up in which the model only warms "
+                        "(caches, TLBs, directory, streams), charging nothing (default 0)")
     p.add_argument("--sample-workers", type=int, default=2, metavar="N",
                    help="--timing sampled: regions run at once (default 2)")
     p.add_argument("--slice-insns", type=int, default=100_000_000, metavar="N",
@@ -199,6 +202,7 @@ def spec_from_args(args, kernel: str):
                    boot_timeout=args.boot_timeout, kernel_append=args.kernel_append,
                    seed=args.seed, boot=args.boot, warmup_insns=args.warmup_insns,
                    slice_insns=args.slice_insns, sample_max_k=args.sample_max_k, sample_warmup=args.sample_warmup,
+                   sample_functional=args.sample_functional,
                    sample_workers=args.sample_workers).with_params(params)
 
 

@@ -93,10 +93,15 @@ TABLES = {
                        {"point": "the simulation point: a machine-wide slice of the profile, from 0",
                         "weight": "its cluster's share of the profile's slices",
                         "boundary": "the slice boundary of the checkpoint it started from (0: the snapshot after boot)",
-                        "warmup_slices": "slices run detailed before the measured one (point - boundary)",
+                        "warmup_slices": "slices run before the measured one (point - boundary), the functional "
+                                         "ones included",
+                        "functional_slices": "the first of those, in which the model only warmed (caches, TLBs, "
+                                             "directory, streams) and charged nothing (--sample-functional)",
+                        "functional_insns": "instructions of the functional slices (not in detailed_insns)",
                         "late_insns": "instructions past the boundary the checkpoint was taken at (a modelled disk "
                                       "request was outstanding there)",
-                        "detailed_insns": "instructions the region ran under the detailed model, warm-up included",
+                        "detailed_insns": "instructions the region ran priced by the detailed model, its priced "
+                                          "warm-up included",
                         "elapsed_ps": "the measured slice's modeled time: the latest vCPU clock's advance",
                         "cpu_time_ps": "the measured slice's modeled time summed over the vCPUs",
                         "checkpoint_bytes": "the checkpoint's saved state (its RAM and devices), bytes",

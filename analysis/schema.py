@@ -396,5 +396,11 @@ MIGRATIONS = [
         PRIMARY KEY (run_id, figure)
     );
     """,
+    # 15: a region's functional warm-up (pipeline/sampled.py, plugin.functional_slices): the slices
+    # before its priced warm-up in which the model only warmed, and their instructions (not in detailed_insns)
+    """
+    ALTER TABLE sample_regions ADD COLUMN functional_slices INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sample_regions ADD COLUMN functional_insns INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -26,6 +26,7 @@ def parser() -> argparse.ArgumentParser:
                    help="instructions per slice (default 10,000,000, SimPoint's classic)")
     p.add_argument("--sample-max-k", type=int, default=10, metavar="K")
     p.add_argument("--sample-warmup", type=int, default=1, metavar="SLICES")
+    p.add_argument("--sample-functional", type=int, default=0, metavar="SLICES")
     p.add_argument("--sample-workers", type=int, default=2, metavar="N")
     p.add_argument("--no-stalls", action="store_true")
     p.add_argument("--timeout", type=float, default=None)
@@ -42,7 +43,7 @@ def main(argv: list[str]) -> int:
     try:
         params = experiments.parse_overrides(a.param)
         base = RunSpec(topology=a.topology, experiment=a.exp, kernel=a.kernel, slice_insns=a.slice_insns,
-                       sample_max_k=a.sample_max_k, sample_warmup=a.sample_warmup,
+                       sample_max_k=a.sample_max_k, sample_warmup=a.sample_warmup, sample_functional=a.sample_functional,
                        sample_workers=a.sample_workers, no_stalls=a.no_stalls, timeout=a.timeout).with_params(params)
         preps = [prepare(RunSpec(**{**base.__dict__, "timing": t})) for t in ("sampled", "detailed")]
     except (InputError, experiments.ExperimentError) as e:
@@ -115,6 +116,9 @@ def report(con, sampled_id: int, full_id: int, walls: list[float]) -> None:
           f"regions {m.get('sampled.regions_wall_s', 0):.0f} s), full detailed {walls[1]:.0f} s: "
           f"{walls[1] / walls[0]:.2f}x")
     if full_insns:
-        print(f"  in detail: {detail:.3g} of {full_insns:.3g} instructions ({full_insns / max(detail, 1):.1f}x fewer)")
+        func = m.get("sampled.functional_insns", 0)
+        print(f"  in detail: {detail:.3g} of {full_insns:.3g} instructions ({full_insns / max(detail, 1):.1f}x fewer)"
+              + (f"; with the functional warm-up, {detail + func:.3g} ({full_insns / max(detail + func, 1):.1f}x fewer)"
+                 if func else ""))
     print("  regions on N workers (projected from their measured wall): "
           + ", ".join(f"{n}: {projection(region_walls, n):.0f} s" for n in (1, 2, 4, 8, 16)))

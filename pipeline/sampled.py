@@ -9,7 +9,9 @@
    point and is saved there with its disks (engine/regions.py; series patch
    0013); it quits after the last, so it costs the run up to that point.
 4. Each region restores its checkpoint under the detailed model, warms it
-   for `sample_warmup` slices, measures the point's slice and stops; the
+   functionally for `sample_functional` slices (the model sees everything,
+   nothing is charged: the guest runs as in the profile), then priced for
+   `sample_warmup` slices, measures the point's slice and stops; the
    regions run at once on a local pool of `sample_workers`.
 5. The whole run's modeled figures are estimated from the weighted regions
    (analysis/sampling.py) into sample_estimates, the regions into
@@ -46,6 +48,9 @@ def check(spec) -> None:
         raise InputError(f"--sample-max-k: expected 1..{MAX_K} clusters, got {spec.sample_max_k}")
     if not 0 <= spec.sample_warmup <= MAX_WARMUP:
         raise InputError(f"--sample-warmup: expected 0..{MAX_WARMUP} slices of warm-up, got {spec.sample_warmup}")
+    if not 0 <= spec.sample_functional <= MAX_WARMUP:
+        raise InputError(f"--sample-functional: expected 0..{MAX_WARMUP} slices of functional warm-up, "
+                         f"got {spec.sample_functional}")
     if spec.sample_workers < 1:
         raise InputError(f"--sample-workers: expected at least 1, got {spec.sample_workers}")
     if spec.warmup_insns:
@@ -69,6 +74,9 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
             raise SamplingError(f"{rdir / 'bbv.global.slices'}: {len(rows)} slices for {vec.n} vectors")
         if spec.sample_warmup >= vec.n:
             raise SamplingError(f"--sample-warmup {spec.sample_warmup}: as long as the run, which is {vec.n} slices")
+        if spec.sample_warmup + spec.sample_functional >= vec.n:
+            raise SamplingError(f"--sample-functional {spec.sample_functional} and --sample-warmup {spec.sample_warmup}: "
+                                f"as long as the run, which is {vec.n} slices")
         # The run's last slice is partial (its end): clustered, it can become a
         # point standing for full slices with the rates of the guest's exit
         # (latprobe: a 127 K-instruction tail picked for 5 of 18 slices). It
@@ -82,14 +90,14 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
         lat = [topo.latency_at_hops(h) for h in range(topo.max_hops() + 1)]
         picks = simpoint.cluster(vec, spec.sample_max_k, seed=1, extra=simpoint.mem_features(rows[:vec.n], lat))
         points = [(c, p, w) for c, (p, w) in enumerate(zip(picks.points, picks.weights)) if p >= 0]
-        start = {p: checkpoint_boundary(rows, max(0, p - spec.sample_warmup), spec.slice_insns)
-                 for _c, p, _w in points}
+        warm = spec.sample_warmup + spec.sample_functional
+        start = {p: checkpoint_boundary(rows, max(0, p - warm), spec.slice_insns) for _c, p, _w in points}
         bounds = sorted(set(start.values()) - {0})
         print(f"sampled: {vec.n} slices, k = {picks.k}: points "
               + ", ".join(f"{p} (w {w:.3f})" for _c, p, w in points)
               + (f"; checkpoints at slices {', '.join(map(str, bounds))}" if bounds else "")
               + "".join(f"; point {p} warms from slice {b} (a disk request outstanding at the boundaries after it)"
-                        for p, b in start.items() if b < max(0, p - spec.sample_warmup)), flush=True)
+                        for p, b in start.items() if b < max(0, p - warm)), flush=True)
         work.mkdir()
         tc = time.monotonic()
         meta: dict[int, dict] = {0: {"late_insns": 0, "cpu_insns": [0] * len(rows[0]["cpu_insns"])}}
@@ -116,9 +124,11 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
             c, p, w = point
             b = start[p]
             d = work / f"region-{c}"
+            # what comes before the priced warm-up (all there is room for); without stalls nothing is charged anyway
+            func = 0 if spec.no_stalls else max(0, p - b - spec.sample_warmup)
             wall = _machine(ctx, work, b, d.name, "detailed", p - b + 1,
                             lambda cmd, d: regions.region(cmd, d, ctx.timeout_s), warmup=p - b,
-                            late=meta[b]["late_insns"], end=True)
+                            late=meta[b]["late_insns"], end=True, functional=func)
             rr = simpoint.read_slices(d / "bbv.global.slices")
             if len(rr) <= p - b:
                 raise SamplingError(f"region {c}: {len(rr)} slices written, its measured slice is {p - b}; see {d}")
@@ -126,7 +136,9 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
             el, ct, idle = elapsed[-1], total[-1], rr[p - b].get("idle_ps") or 0
             row = {"run_id": run_id, "cluster": c, "point": p, "weight": w, "boundary": b, "warmup_slices": p - b,
                    "late_insns": meta[b]["late_insns"], "elapsed_ps": el, "cpu_time_ps": ct,
-                   "detailed_insns": sum(r["insns"] + r["spin_insns"] for r in rr[:p - b + 1]),
+                   "functional_slices": func,
+                   "functional_insns": sum(r["insns"] + r["spin_insns"] for r in rr[:func]),
+                   "detailed_insns": sum(r["insns"] + r["spin_insns"] for r in rr[func:p - b + 1]),
                    "checkpoint_bytes": meta.get(b, {}).get("size"), "wall_s": round(wall, 2)}
             print(f"sampled: region {c} (slice {p}, from {b}): {el / 1e6:.3f} us elapsed, {wall:.1f} s", flush=True)
             return sampling.Region(c, p, w, b, rr[p - b]["insns"],
@@ -153,6 +165,7 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
           {"checkpoint_wall_s": ckpt_s, "regions_wall_s": regions_s, "sampling_wall_s": time.monotonic() - t0,
            "profile_insns": sum(r["insns"] + r["spin_insns"] for r in rows),
            "detailed_insns": sum(row["detailed_insns"] for _, row in done),
+           "functional_insns": sum(row["functional_insns"] for _, row in done),
            "path_dev_insns": max((x.get("path_dev", 0) for x in meta.values()), default=0),
            "checkpoints_retaken": retaken})
     print(f"sampled: {len(done)} regions; elapsed {est['elapsed_ps'] / 1e9:.3f} ms estimated "
@@ -240,14 +253,15 @@ def on_path(profile: list[dict], segment: list[dict], prev: int, b: int, start: 
 
 
 def _machine(ctx, work: Path, boundary: int, name: str, mode: str, stop_after: int, run, warmup: int = 0,
-             late: int = 0, end: bool = False):
+             late: int = 0, end: bool = False, functional: int = 0):
     """Restore the checkpoint at `boundary` (0: the snapshot after boot) in
     work/name with its own copy of the checkpoint's disks (fresh ones from
     the snapshot), its plugin in `mode` stopping it `stop_after` slices on
     (the first slice `late` instructions short: the checkpoint was taken
     that far past its boundary; end: the stop ends a region, saves nothing,
-    and does not wait for the disk); run(cmd, dir) drives it; the disks go
-    afterwards."""
+    and does not wait for the disk; functional: the first slices of the
+    warm-up charge nothing, timing/plugin.c); run(cmd, dir) drives it; the
+    disks go afterwards."""
     from engine import regions
     d = work / name
     d.mkdir()
@@ -258,6 +272,7 @@ def _machine(ctx, work: Path, boundary: int, name: str, mode: str, stop_after: i
         images = ctx.disks(d)
     conf = ctx.conf(mode, d) + f"plugin.stop_after_slices {stop_after}\n" + (
         f"plugin.region_warmup_slices {warmup}\n" if warmup else "") + (
+        f"plugin.functional_slices {functional}\n" if functional else "") + (
         f"plugin.first_slice_done {late}\n" if late else "") + ("plugin.stop_for_exit on\n" if end else "")
     try:
         return run(ctx.cmd(work / f"ckpt-{boundary}" if boundary else ctx.sdir, images, conf, d / "timing.conf"), d)

@@ -50,6 +50,7 @@ class RunSpec:
     slice_insns: int = 100_000_000              # basic-block vectors: instructions per interval
     sample_max_k: int = 10                      # --timing sampled: SimPoint's maxK
     sample_warmup: int = 1                      # --timing sampled: slices of detailed warm-up before each point
+    sample_functional: int = 0                  # --timing sampled: slices of functional warm-up before those
     sample_workers: int = 2                     # --timing sampled: regions run at once (a local pool)
 
     def to_json(self) -> str:
@@ -108,6 +109,8 @@ def run_key(spec: RunSpec, topology_sha256: str, resolved_params: dict, disk_lab
         what["slice_insns"] = spec.slice_insns
     if spec.timing == "sampled":  # what decides a sampled run's estimates (not its workers)
         what["sample"] = {"max_k": spec.sample_max_k, "warmup": spec.sample_warmup}
+        if spec.sample_functional:  # a run without one keeps the key it had before functional warm-up existed
+            what["sample"]["functional"] = spec.sample_functional
     return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
 
 

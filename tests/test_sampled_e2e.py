@@ -99,3 +99,38 @@ def test_a_checkpoint_chain_on_four_vcpus_swapping_to_disk_follows_the_profile(v
     chained = len({x["boundary"] for x in regions} - {0}) - 1  # the first comes from the snapshot
     retaken = c.execute("SELECT value FROM metrics WHERE name = 'sampled.checkpoints_retaken'").fetchone()[0]
     assert retaken < chained, "some checkpoint restored from another kept the profile's path"
+
+
+def test_a_functional_warm_up_runs_the_guest_as_the_profile_did(vmlab_env, tmp_path):
+    """--sample-functional: the first slices of a region warm the model and
+    charge nothing (timing/plugin.c, plugin.functional_slices), so the
+    guest's clock crosses every boundary of them when the profile's did;
+    the priced warm-up and the measured slice after them are charged."""
+    r = vmlab(vmlab_env, tmp_path, *ARGS, "--timing", "sampled", "--sample-functional", "3")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    c = db(tmp_path)
+    run = c.execute("SELECT * FROM runs").fetchone()
+    assert run["status"] == "ok"
+    rdir = Path(run["log_path"]).parent
+    prof = simpoint.read_slices(rdir / "bbv.global.slices")
+    regions = c.execute("SELECT * FROM sample_regions").fetchall()
+    warmed = [x for x in regions if x["functional_slices"]]
+    assert warmed, "a point with room for a functional warm-up"
+    for x in regions:
+        assert x["functional_slices"] == max(0, x["point"] - x["boundary"] - 1)
+        assert x["warmup_slices"] == x["point"] - x["boundary"] == min(4, x["point"])
+    for x in warmed:
+        rows = simpoint.read_slices(rdir / "regions" / f"region-{x['cluster']}" / "bbv.global.slices")
+        f, b = x["functional_slices"], x["boundary"]
+        assert x["functional_insns"] == sum(y["insns"] + y["spin_insns"] for y in rows[:f])
+        assert x["detailed_insns"] == sum(y["insns"] + y["spin_insns"] for y in rows[f:x["point"] - b + 1])
+        # nothing charged: the guest's clock at each functional boundary is the profile's
+        assert [y["machine_ps"] for y in rows[:f]] == [y["machine_ps"] for y in prof[b:b + f]]
+        # the model's clocks, less what they would have charged, are the guest's there too (within the
+        # blocks between two of its syncs: 2026-11-27, 14-28 ns)
+        assert [max(y["cpu_time_ps"]) for y in rows[:f]] == pytest.approx([y["machine_ps"] for y in rows[:f]],
+                                                                           abs=1_000_000)
+        # priced from there on: the measured slice ends later than the profile's
+        assert rows[x["point"] - b]["machine_ps"] > prof[x["point"]]["machine_ps"]
+    m = dict(c.execute("SELECT name, value FROM metrics WHERE name LIKE 'sampled.%'").fetchall())
+    assert m["sampled.functional_insns"] == sum(x["functional_insns"] for x in regions) > 0

@@ -88,6 +88,7 @@ def test_a_figure_the_full_run_lacks_has_no_error():
 @pytest.mark.parametrize("field,value,msg", [("sample_max_k", 0, "--sample-max-k: expected 1..100"),
                                              ("sample_max_k", 101, "--sample-max-k: expected 1..100"),
                                              ("sample_warmup", -1, "--sample-warmup: expected 0..100"),
+                                             ("sample_functional", 101, "--sample-functional: expected 0..100"),
                                              ("sample_workers", 0, "--sample-workers: expected at least 1"),
                                              ("warmup_insns", 1000, "--warmup-insns: not with --timing sampled")])
 def test_bad_sampling_options_get_one_line(field, value, msg):
@@ -98,7 +99,7 @@ def test_bad_sampling_options_get_one_line(field, value, msg):
 def test_the_key_covers_what_decides_the_estimates_not_the_workers():
     def key(**kw):
         return run_key(RunSpec(timing="sampled", **kw), "t", {}, None, "restored")
-    assert key() != key(sample_max_k=5) and key() != key(sample_warmup=2)
+    assert key() != key(sample_max_k=5) and key() != key(sample_warmup=2) and key() != key(sample_functional=3)
     assert key() == key(sample_workers=7)
     # other modes keep their keys whatever the sampling options say
     assert run_key(RunSpec(timing="detailed"), "t", {}, None) == run_key(RunSpec(timing="detailed", sample_max_k=3),

@@ -78,6 +78,15 @@ static uint64_t warmup_total, warmup_left;
  * model (priced, the guest feels them) and what it counted over them is
  * dropped at boundary m, so the results are those of the measured slice. */
 static uint64_t stop_after_slices, region_warmup_slices;
+/* plugin.functional_slices f (regions, f <= m): the first f of those slices
+ * warm the model functionally: it sees every instruction and access (caches,
+ * TLBs, directory, streams warm) but nothing is charged, so the guest runs as
+ * the fast profile did. The model's clock runs ahead of the vCPU's by what it
+ * would have charged (uncharged[]); it follows the vCPU's clock plus that, and
+ * the slices file reports it less that, so after boundary f, when charging
+ * starts, model and engine clocks differ by a constant per vCPU. */
+static uint64_t functional_slices, *uncharged;
+static int functional;
 /* plugin.first_slice_done n: the checkpoint this run restores was taken n
  * non-spin instructions past its boundary (bbv.stops' late_insns): the first
  * slice ends n sooner, so every boundary is the profile's */
@@ -133,10 +142,14 @@ static void tb_exec(unsigned int vcpu, void *ud) {
     const tbinfo_t *t = ud;
     /* idle jumps, PAUSE (model.h): every 16th block of a vCPU is soon enough, and the engine's
      * clock is not free to read */
-    if (stalls && !(sync_tick[vcpu]++ & 15)) vm_sync_time(M, (int)vcpu, qemu_plugin_vcpu_clock_ps());
+    if (stalls && !(sync_tick[vcpu]++ & 15))
+        vm_sync_time(M, (int)vcpu, qemu_plugin_vcpu_clock_ps() + (uncharged ? uncharged[vcpu] : 0));
     uint64_t ps = fetch && pricing ? vm_fetch(M, (int)vcpu, t->pc, t->bytes, t->sym, (int)t->kind) : 0;
     ps += vm_insns(M, (int)vcpu, t->n, (int)t->kind);  /* non-zero: a full reorder window */
-    if (ps && stalls) qemu_plugin_vcpu_stall_ps(ps);
+    if (ps && stalls) {
+        if (functional) uncharged[vcpu] += ps;
+        else qemu_plugin_vcpu_stall_ps(ps);
+    }
     if (warmup_left) {  /* restored runs only, priced from the restore; one thread (icount) */
         warmup_left = warmup_left > t->n ? warmup_left - t->n : 0;
         if (!warmup_left) vm_warmup_done(M, warmup_total);
@@ -156,6 +169,7 @@ static void mem_hop(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vadd
 static int hop_of(int cpu, uint64_t paddr) { return vm_hop_class(M, cpu, paddr); }
 
 static void at_boundary(uint64_t b, uint64_t insns) {
+    if (b == functional_slices) functional = 0;
     if (b == region_warmup_slices) vm_warmup_done(M, insns);
 }
 
@@ -176,6 +190,10 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t v
         *slot = v.type == QEMU_PLUGIN_MEM_VALUE_U64 ? v.data.u64 : 0;
     }
     if (!stalls) return;
+    if (functional) {  /* nothing charged, not even a lock's hand-off wait */
+        uncharged[vcpu] += ps;
+        return;
+    }
     if (flags & VM_F_ATOMIC) ps += lock_causality(vcpu, info, pa & ~line_mask, flags & VM_F_WRITE);
     if (ps) qemu_plugin_vcpu_stall_ps(ps);
 }
@@ -190,7 +208,7 @@ uint64_t read_reg(struct qemu_plugin_register *r) {
 }
 
 /* a vCPU's modeled clock, for the slices file of a detailed run (plugin_bbv.c) */
-static uint64_t model_clock(int cpu) { return vm_cpu_time_ps(M, cpu); }
+static uint64_t model_clock(int cpu) { return vm_cpu_time_ps(M, cpu) - (uncharged ? uncharged[cpu] : 0); }
 
 /* after qemu_plugin_reset: the same callbacks, now with the pricing on */
 static void reinstall(qemu_plugin_id_t id) {
@@ -333,6 +351,7 @@ static int read_plugin_keys(const char *path) {
             else if (!strcmp(key, "plugin.warmup_insns")) warmup_total = warmup_left = strtoull(val, NULL, 10);
             else if (!strcmp(key, "plugin.kernel_up")) kernel_seen = !strcmp(val, "on");
             else if (!strcmp(key, "plugin.region_warmup_slices")) region_warmup_slices = strtoull(val, NULL, 10);
+            else if (!strcmp(key, "plugin.functional_slices")) functional_slices = strtoull(val, NULL, 10);
             else if (!strcmp(key, "plugin.stop_after_slices")) stop_after_slices = strtoull(val, NULL, 10);
             else if (!strcmp(key, "plugin.first_slice_done")) first_slice_done = strtoull(val, NULL, 10);
             else if (!strcmp(key, "plugin.checkpoint_points")) checkpoint_points = !strcmp(val, "on");
@@ -390,6 +409,15 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             return -1;
         }
         bbv_set_points(1);
+    }
+    if (functional_slices) {
+        if (!stalls || functional_slices > region_warmup_slices) {
+            fprintf(stderr, "vmlab-timing: plugin.functional_slices needs plugin.stalls on and at most "
+                            "plugin.region_warmup_slices\n");
+            return -1;
+        }
+        uncharged = calloc(vm_ncpus(M), sizeof *uncharged);
+        functional = 1;
     }
     if (stop_after_slices || region_warmup_slices) {
         if (!global_bbv) {
