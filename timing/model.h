@@ -110,6 +110,9 @@ uint64_t vm_fetch(model_t *m, int cpu, uint64_t pc, uint32_t bytes, uint32_t sym
 
 /* Modeled time of a cpu so far, in picoseconds. */
 uint64_t vm_cpu_time_ps(const model_t *m, int cpu);
+/* Move every time a CPU's state holds (its clock, misses in flight, store
+ * buffer) d earlier: the end of a functional warm-up (timing/plugin.c). */
+void vm_shift_time(model_t *m, int cpu, uint64_t d);
 
 /* Writes every result as JSON to the config's `out` path (or to path if
  * not NULL). Returns 0 on success. */

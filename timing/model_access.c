@@ -294,3 +294,27 @@ void vm_sync_time(model_t *m, int c, uint64_t engine_ps) {
 }
 
 uint64_t vm_cpu_time_ps(const model_t *m, int cpu) { return m->cpu[cpu].c.time_ps; }
+
+/* Every time a CPU's state holds, d earlier (0 stays 0: an empty entry).
+ * After a functional warm-up the CPU's clock ran ahead of the engine's by
+ * what it did not charge; moved back, the CPUs share one time again, which
+ * the shared bandwidth calendar (cal_take) and the queues need. */
+static inline uint64_t back(uint64_t t, uint64_t d) { return t > d ? t - d : 0; }
+
+void vm_shift_time(model_t *m, int c, uint64_t d) {
+    cpu_t *p = &m->cpu[c];
+    core_t *k = &p->k;
+    if (!d) return;
+    p->c.time_ps = back(p->c.time_ps, d);
+    p->window_start_ps = back(p->window_start_ps, d);
+    if (p->ph_active) p->ph_begin_ps = back(p->ph_begin_ps, d);
+    for (int i = 0; i < MAX_FB; i++) k->fb_ready[i] = back(k->fb_ready[i], d);
+    k->fb_until = back(k->fb_until, d);
+    for (int i = 0; i < MAX_SQ; i++) k->sq_ready[i] = back(k->sq_ready[i], d);
+    for (int i = 0; i < MAX_SB; i++) k->sb_drain[i] = back(k->sb_drain[i], d);
+    k->sb_last = back(k->sb_last, d);
+    for (int i = 0; i < INFL_SLOTS; i++) k->infl[i].ready_ps = back(k->infl[i].ready_ps, d);
+    for (int i = 0; i < PV_SLOTS; i++) k->pv[i].ready_ps = back(k->pv[i].ready_ps, d);
+    k->stage_ready = back(k->stage_ready, d);
+    k->pv_until = back(k->pv_until, d);
+}

@@ -83,8 +83,9 @@ static uint64_t stop_after_slices, region_warmup_slices;
  * TLBs, directory, streams warm) but nothing is charged, so the guest runs as
  * the fast profile did. The model's clock runs ahead of the vCPU's by what it
  * would have charged (uncharged[]); it follows the vCPU's clock plus that, and
- * the slices file reports it less that, so after boundary f, when charging
- * starts, model and engine clocks differ by a constant per vCPU. */
+ * the slices file reports it less that. At boundary f, when charging starts,
+ * every CPU's model state moves back by its uncharged time (vm_shift_time),
+ * so the CPUs share one time again in the model's shared queues. */
 static uint64_t functional_slices, *uncharged;
 static int functional;
 /* plugin.first_slice_done n: the checkpoint this run restores was taken n
@@ -169,7 +170,13 @@ static void mem_hop(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vadd
 static int hop_of(int cpu, uint64_t paddr) { return vm_hop_class(M, cpu, paddr); }
 
 static void at_boundary(uint64_t b, uint64_t insns) {
-    if (b == functional_slices) functional = 0;
+    if (functional && b == functional_slices) {
+        for (int c = 0; c < vm_ncpus(M); c++) {
+            vm_shift_time(M, c, uncharged[c]);
+            uncharged[c] = 0;
+        }
+        functional = 0;
+    }
     if (b == region_warmup_slices) vm_warmup_done(M, insns);
 }
 
