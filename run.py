@@ -97,15 +97,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                         "on the topology (caches, directory, hops, queueing; needs --qemu-mode icount); "
                         "sampled = a fast profile, then only its SimPoint regions detailed, from checkpoints, "
                         "and the whole run's modeled figures estimated from them")
-    p.add_argument("--sample-max-k", type=int, default=10, metavar="K",
-                   help="--timing sampled: at most K simulation points (SimPoint's maxK; default 10)")
-    p.add_argument("--sample-warmup", type=int, default=1, metavar="SLICES",
-                   help="--timing sampled: slices run detailed before each point to warm the model (default 1)")
-    p.add_argument("--sample-functional", type=int, default=0, metavar="SLICES",
-                   help="--timing sampled: slices before the detailed warm-up in which the model only warms "
-                        "(caches, TLBs, directory, streams), charging nothing (default 0)")
-    p.add_argument("--sample-workers", type=int, default=2, metavar="N",
-                   help="--timing sampled: regions run at once (default 2)")
+    from pipeline import sampled
+    sampled.add_options(p)
     p.add_argument("--slice-insns", type=int, default=100_000_000, metavar="N",
                    help="--timing fast|detailed: instructions per basic-block-vector interval, per vCPU and "
                         "machine-wide (default 100,000,000; SimPoint's classic is 10,000,000)")
@@ -191,6 +184,7 @@ def fail(msg: str, code: int = 2) -> "NoReturn":
 # --- run -----------------------------------------------------------------------
 def spec_from_args(args, kernel: str):
     import experiments
+    from pipeline import sampled
     from pipeline.spec import InputError, RunSpec
     try:
         params = experiments.parse_overrides(args.param)
@@ -201,9 +195,7 @@ def spec_from_args(args, kernel: str):
                    timing=args.timing, no_stalls=args.no_stalls, no_hmat=args.no_hmat, timeout=args.timeout,
                    boot_timeout=args.boot_timeout, kernel_append=args.kernel_append,
                    seed=args.seed, boot=args.boot, warmup_insns=args.warmup_insns,
-                   slice_insns=args.slice_insns, sample_max_k=args.sample_max_k, sample_warmup=args.sample_warmup,
-                   sample_functional=args.sample_functional,
-                   sample_workers=args.sample_workers).with_params(params)
+                   slice_insns=args.slice_insns, **sampled.spec_options(args)).with_params(params)
 
 
 def prepare_all(args):

@@ -51,8 +51,8 @@ def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "", data_dev:
                    "from checkpoints, each a warm-up (functional with --sample-functional: the model warms, "
                    "nothing charged; then priced) and one slice (sample_regions, sample_estimates), so they "
                    "carry the clustering's and the warm-up's error, and the fast profile's history (its kernel's "
-                   "work, idle time and lock contention, which a timed run changes: docs/sampling.md); elapsed is the regions' busy time per "
-                   "instruction plus the idle time the profile measured (x86 HLT; Alpha's is all per instruction); "
+                   "work, idle time and lock contention, which a timed run changes: docs/sampling.md); elapsed "
+                   "is the regions' busy time per instruction plus the idle time the profile measured (x86 HLT; Alpha's is all per instruction); "
                    "every checkpoint is checked against the profile (its vCPUs within 0.01 % of a slice of the "
                    "profile's; one restored from another that leaves the path is taken again from the snapshot "
                    "after boot: sampled.checkpoints_retaken); per-phase figures are not estimated")

@@ -24,10 +24,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--kernel", default="vanilla", help="one patch set")
     p.add_argument("--slice-insns", type=int, default=10_000_000, metavar="N",
                    help="instructions per slice (default 10,000,000, SimPoint's classic)")
-    p.add_argument("--sample-max-k", type=int, default=10, metavar="K")
-    p.add_argument("--sample-warmup", type=int, default=1, metavar="SLICES")
-    p.add_argument("--sample-functional", type=int, default=0, metavar="SLICES")
-    p.add_argument("--sample-workers", type=int, default=2, metavar="N")
+    from pipeline import sampled
+    sampled.add_options(p)
     p.add_argument("--no-stalls", action="store_true")
     p.add_argument("--timeout", type=float, default=None)
     p.add_argument("--db", default="results.db")
@@ -37,14 +35,14 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     import experiments
+    from pipeline import sampled
     from pipeline.execute import BuildError, build, execute, prepare
     from pipeline.spec import InputError, RunSpec
     a = parser().parse_args(argv)
     try:
         params = experiments.parse_overrides(a.param)
         base = RunSpec(topology=a.topology, experiment=a.exp, kernel=a.kernel, slice_insns=a.slice_insns,
-                       sample_max_k=a.sample_max_k, sample_warmup=a.sample_warmup, sample_functional=a.sample_functional,
-                       sample_workers=a.sample_workers, no_stalls=a.no_stalls, timeout=a.timeout).with_params(params)
+                       no_stalls=a.no_stalls, timeout=a.timeout, **sampled.spec_options(a)).with_params(params)
         preps = [prepare(RunSpec(**{**base.__dict__, "timing": t})) for t in ("sampled", "detailed")]
     except (InputError, experiments.ExperimentError) as e:
         print(f"error: {e}", file=sys.stderr)

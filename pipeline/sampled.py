@@ -42,6 +42,25 @@ class SamplingError(RuntimeError):
     pass
 
 
+def add_options(p) -> None:
+    """A sampled run's own options, on `./run.py` and `./run.py sample-check` alike."""
+    p.add_argument("--sample-max-k", type=int, default=10, metavar="K",
+                   help="--timing sampled: at most K simulation points (SimPoint's maxK; default 10)")
+    p.add_argument("--sample-warmup", type=int, default=1, metavar="SLICES",
+                   help="--timing sampled: slices run detailed before each point to warm the model (default 1)")
+    p.add_argument("--sample-functional", type=int, default=0, metavar="SLICES",
+                   help="--timing sampled: slices before the detailed warm-up in which the model only warms "
+                        "(caches, TLBs, directory, streams), charging nothing (default 0)")
+    p.add_argument("--sample-workers", type=int, default=2, metavar="N",
+                   help="--timing sampled: regions run at once (default 2)")
+
+
+def spec_options(a) -> dict:
+    """The RunSpec fields add_options' arguments set."""
+    return {"sample_max_k": a.sample_max_k, "sample_warmup": a.sample_warmup,
+            "sample_functional": a.sample_functional, "sample_workers": a.sample_workers}
+
+
 def check(spec) -> None:
     """A sampled run's own options, before anything is built or written."""
     if not 1 <= spec.sample_max_k <= MAX_K:
@@ -72,11 +91,10 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
         rows = simpoint.read_slices(rdir / "bbv.global.slices")
         if len(rows) != vec.n:
             raise SamplingError(f"{rdir / 'bbv.global.slices'}: {len(rows)} slices for {vec.n} vectors")
-        if spec.sample_warmup >= vec.n:
-            raise SamplingError(f"--sample-warmup {spec.sample_warmup}: as long as the run, which is {vec.n} slices")
         if spec.sample_warmup + spec.sample_functional >= vec.n:
-            raise SamplingError(f"--sample-functional {spec.sample_functional} and --sample-warmup {spec.sample_warmup}: "
-                                f"as long as the run, which is {vec.n} slices")
+            what = f"--sample-warmup {spec.sample_warmup}" + (
+                f" and --sample-functional {spec.sample_functional}" if spec.sample_functional else "")
+            raise SamplingError(f"{what}: as long as the run, which is {vec.n} slices")
         # The run's last slice is partial (its end): clustered, it can become a
         # point standing for full slices with the rates of the guest's exit
         # (latprobe: a 127 K-instruction tail picked for 5 of 18 slices). It
@@ -124,9 +142,8 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
             c, p, w = point
             b = start[p]
             d = work / f"region-{c}"
-            # what comes before the priced warm-up, as much as there is room for; without stalls nothing is
-            # charged anyway
-            # (a checkpoint moved earlier for a busy disk lengthens the priced warm-up, as before)
+            # functional: what comes before the priced warm-up, as much as there is room for (a checkpoint
+            # moved earlier for a busy disk lengthens the priced part); without stalls nothing is charged anyway
             func = 0 if spec.no_stalls else min(spec.sample_functional, max(0, p - b - spec.sample_warmup))
             wall = _machine(ctx, work, b, d.name, "detailed", p - b + 1,
                             lambda cmd, d: regions.region(cmd, d, ctx.timeout_s), warmup=p - b,

@@ -144,7 +144,7 @@ static void tb_exec(unsigned int vcpu, void *ud) {
     /* idle jumps, PAUSE (model.h): every 16th block of a vCPU is soon enough, and the engine's
      * clock is not free to read */
     if (stalls && !(sync_tick[vcpu]++ & 15))
-        vm_sync_time(M, (int)vcpu, qemu_plugin_vcpu_clock_ps() + (uncharged ? uncharged[vcpu] : 0));
+        vm_sync_time(M, (int)vcpu, qemu_plugin_vcpu_clock_ps() + uncharged[vcpu]);
     uint64_t ps = fetch && pricing ? vm_fetch(M, (int)vcpu, t->pc, t->bytes, t->sym, (int)t->kind) : 0;
     ps += vm_insns(M, (int)vcpu, t->n, (int)t->kind);  /* non-zero: a full reorder window */
     if (ps && stalls) {
@@ -215,7 +215,7 @@ uint64_t read_reg(struct qemu_plugin_register *r) {
 }
 
 /* a vCPU's modeled clock, for the slices file of a detailed run (plugin_bbv.c) */
-static uint64_t model_clock(int cpu) { return vm_cpu_time_ps(M, cpu) - (uncharged ? uncharged[cpu] : 0); }
+static uint64_t model_clock(int cpu) { return vm_cpu_time_ps(M, cpu) - uncharged[cpu]; }
 
 /* after qemu_plugin_reset: the same callbacks, now with the pricing on */
 static void reinstall(qemu_plugin_id_t id) {
@@ -405,6 +405,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     }
     locklines = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
     sync_tick = calloc(vm_ncpus(M), sizeof *sync_tick);
+    uncharged = calloc(vm_ncpus(M), sizeof *uncharged);  /* 0 but in a functional warm-up */
     line_mask = (uint64_t)vm_line_bytes(M) - 1;
     bbv_init(bbv_dir, interval, vm_ncpus(M), global_bbv);
     mem_hops = mem_hops && !detailed && global_bbv && bbv_on();  /* a fast profile's */
@@ -423,7 +424,6 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
                             "plugin.region_warmup_slices\n");
             return -1;
         }
-        uncharged = calloc(vm_ncpus(M), sizeof *uncharged);
         functional = 1;
     }
     if (stop_after_slices || region_warmup_slices) {
