@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 # per-CPU counters of the model's results (timing/model_report.c) that add up over slices
 ADDITIVE = ("insns", "stall_ps", "loads", "stores", "atomics", "l1_hits", "l2_hits", "l3_hits", "misses", "remote",
             "c2c", "lock_xfers", "lock_ps", "mem_ps", "dtlb_misses", "itlb_misses", "walks", "walk_ps",
-            "l1i_misses", "fetch_stall_ps")
+            "l1i_misses", "fetch_stall_ps", "branches", "mispredicts", "mispredict_ps", "unknown_insns")
 TOP_SYMBOLS = 8
 
 

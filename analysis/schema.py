@@ -402,5 +402,14 @@ MIGRATIONS = [
     ALTER TABLE sample_regions ADD COLUMN functional_slices INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE sample_regions ADD COLUMN functional_insns INTEGER NOT NULL DEFAULT 0;
     """,
+    # 16: the timing model's dataflow core (topologies/core.py: width, execution units, branch
+    # prediction): per CPU its branches, their mispredicts and the time those cost, and the
+    # instructions it could not decode (priced as one-cycle ALU operations); 0 on runs of earlier models
+    """
+    ALTER TABLE timing_cpu ADD COLUMN branches INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE timing_cpu ADD COLUMN mispredicts INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE timing_cpu ADD COLUMN mispredict_ps INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE timing_cpu ADD COLUMN unknown_insns INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

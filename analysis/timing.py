@@ -82,10 +82,22 @@ def render(con, run_id: int, w) -> None:
       f"average miss latency {(tot['mp'] or 0) / max(m, 1) / 1000:.1f} ns, "
       f"{tot['c2c'] or 0:,} cache-to-cache transfers")
     core = con.execute("SELECT SUM(stall_ps) s, SUM(prefetches) pf, SUM(dep_stall_ps) dep, SUM(fb_stall_ps) fb, "
-                       "SUM(rob_stall_ps) rob, SUM(sb_stall_ps) sb, SUM(fence_stall_ps) fence "
+                       "SUM(rob_stall_ps) rob, SUM(sb_stall_ps) sb, SUM(fence_stall_ps) fence, "
+                       "SUM(mispredict_ps) mp, SUM(branches) br, SUM(mispredicts) miss, SUM(unknown_insns) unk "
                        "FROM timing_cpu WHERE run_id = ?", (run_id,)).fetchone()
-    if core["s"] and (core["dep"] or core["fb"] or core["rob"] or core["sb"] or core["fence"] or core["pf"]):
-        # model 2's core: what the CPUs waited for (the rest: L2 hits and misses of a blocking core)
+    if core["br"]:
+        # model 4's core: its clock is the dispatch clock; what held dispatch back beyond width a cycle
+        w(f"  the cores' dispatch waited {core['s'] / 1e9:.1f} ms beyond their best case: " + ", ".join(
+            f"{name} {100.0 * (core[k] or 0) / max(core['s'], 1):.0f} %" for k, name in (
+                ("rob", "with the window full (behind a miss or a long operation)"),
+                ("mp", "after mispredicted branches"), ("sb", "with the store buffer full"),
+                ("fence", "at barriers and lock operations")))
+          + f" (the rest: dispatch at its width, fetch); {core['br']:,} branches, "
+          f"{100.0 * (core['miss'] or 0) / core['br']:.2f} % mispredicted; {core['pf'] or 0:,} lines prefetched"
+          + (f"; {core['unk']:,} instructions the decoder did not know (priced as one ALU cycle)" if core["unk"]
+             else ""))
+    elif core["s"] and (core["dep"] or core["fb"] or core["rob"] or core["sb"] or core["fence"] or core["pf"]):
+        # models 2-3's access stream: what the CPUs waited for (the rest: L2 hits and misses of a blocking core)
         w(f"  the cores waited {core['s'] / 1e9:.1f} ms: " + ", ".join(
             f"{name} {100.0 * (core[k] or 0) / core['s']:.0f} %" for k, name in (
                 ("dep", "for a value still arriving"), ("fb", "for a fill buffer"), ("rob", "with the window full"),
@@ -95,16 +107,19 @@ def render(con, run_id: int, w) -> None:
     hops = con.execute("SELECT hops, misses, lat_ps, lock_xfers, lock_ps FROM timing_hops WHERE run_id = ? "
                        "ORDER BY hops", (run_id,)).fetchall()
     if hops:
-        w("  by hop count (misses and prefetches): " + "  ".join(f"{h['hops']}: {h['misses']:,} misses @ {h['lat_ps'] / max(h['misses'], 1) / 1000:.0f} ns"
-                                           for h in hops if h["misses"]))
+        w("  by hop count (misses and prefetches): " + "  ".join(
+            f"{h['hops']}: {h['misses']:,} misses @ {h['lat_ps'] / max(h['misses'], 1) / 1000:.0f} ns"
+            for h in hops if h["misses"]))
         locks = [h for h in hops if h["lock_xfers"]]
         if locks:
             w("  lock-line transfers: " + "  ".join(
-                f"{h['hops']} hops: {h['lock_xfers']:,} @ {h['lock_ps'] / h['lock_xfers'] / 1000:.0f} ns" for h in locks))
+                f"{h['hops']} hops: {h['lock_xfers']:,} @ {h['lock_ps'] / h['lock_xfers'] / 1000:.0f} ns"
+                for h in locks))
     kinds = con.execute("SELECT kind, insns, misses, remote, stall_ps FROM timing_kind WHERE run_id = ? "
                         "ORDER BY kind", (run_id,)).fetchall()
     w("  user vs kernel: " + "  ".join(
-        f"{k['kind']} {k['insns']:,} insns, {k['misses']:,} misses ({100.0 * k['remote'] / max(k['misses'], 1):.0f} % remote), "
+        f"{k['kind']} {k['insns']:,} insns, {k['misses']:,} misses "
+        f"({100.0 * k['remote'] / max(k['misses'], 1):.0f} % remote), "
         f"stall {k['stall_ps'] / 1e9:.1f} ms" for k in kinds if k["insns"]))
     syms = con.execute("SELECT symbol, misses, remote, stall_ps, lock_xfers FROM timing_symbols WHERE run_id = ? "
                        "ORDER BY stall_ps DESC LIMIT 8", (run_id,)).fetchall()
@@ -134,12 +149,13 @@ def _translation(con, run_id: int, accesses: int, w) -> None:
     if any(r["loads"] for r in reads):
         w("  page-walk reads served by: " + "  ".join(
             (f"{r['served'].upper()} {r['loads']:,}" if r["hops"] is None else
-             f"memory {r['hops']} hop{'s' if r['hops'] != 1 else ''} {r['loads']:,} @ {r['lat_ps'] / r['loads'] / 1000:.0f} ns")
+             f"memory {r['hops']} hop{'s' if r['hops'] != 1 else ''} {r['loads']:,} "
+             f"@ {r['lat_ps'] / r['loads'] / 1000:.0f} ns")
             for r in reads if r["loads"]))
     leaves = {r[0]: int(r[1]) for r in con.execute(
         "SELECT name, value FROM metrics WHERE run_id = ? AND name LIKE 'timing.walk_leaves_%'", (run_id,))}
     if any(leaves.values()):
-        w("  walks ended in " + ", ".join(f"{v:,} {k.rsplit('_', 1)[1].upper().replace('K', ' KiB').replace('M', ' MiB').replace('G', ' GiB')} pages"
-                                          for k, v in sorted(leaves.items()) if v))
+        size = lambda k: k.rsplit("_", 1)[1].upper().replace("K", " KiB").replace("M", " MiB").replace("G", " GiB")
+        w("  walks ended in " + ", ".join(f"{v:,} {size(k)} pages" for k, v in sorted(leaves.items()) if v))
     if t["im"]:
         w(f"  instruction fetch: {t['im']:,} L1I misses, the front end waited {t['fs'] / 1e9:.2f} ms")

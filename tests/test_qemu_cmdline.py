@@ -32,6 +32,24 @@ def test_gs1280_32_command_line_gives_the_guest_the_torus():
     assert sum(1 for o in opts(cmd, "-object") if o.startswith("memory-backend-ram")) == 32
 
 
+@pytest.mark.parametrize("topo", ["x86-2s", "gs1280-8", "es-clipper-4", "tests/data/core2w-custom.toml"])
+def test_the_core_s_best_case_is_the_model_s_and_the_command_line_keeps_the_cycle(topo):
+    """A run whose core charges its stalls: the plugin sets the engine's time
+    per instruction to the core's best case when it starts charging (series
+    0019), the figure the model's config holds (insn_ps); the command line
+    keeps a cycle an instruction, so a functional warm-up and the boot run
+    at the profile's pace."""
+    import timing
+    t = T.load(topo)
+    per = qemu.core_insn_ps(t)
+    assert per * t.core.width <= t.cycle_ps < (per + 1) * t.core.width
+    assert f"insn_ps {per}" in timing.config_text(t, "detailed", Path("o.json")).splitlines()
+    icount = opts(qemu.command_line(t, Path("k"), Path("i"), binary=Path("q")), "-icount")[0]
+    assert f"cycle-ps={t.cycle_ps}," in icount and f"pause-cycles={t.pause_cycles}," in icount
+    assert f"{t.core.width} a cycle" in qemu.clock_model(t, "icount", 1000, True, insn_ps=per)
+    assert "1 IPC" in qemu.clock_model(t, "icount", 1000, True)
+
+
 def test_sockets_topology_and_mttcg():
     t = T.load("x86-2s")
     cmd = qemu.command_line(t, Path("k"), Path("i"), binary=Path("q"), mode="mttcg", hmat=False)
@@ -65,11 +83,13 @@ def test_vcpu_clocks_are_read_from_qemus_exit_report(tmp_path):
 
 def test_alpha_clipper_command_line():
     t = T.load("es-clipper-4")
-    cmd = qemu.command_line(t, Path("vmlinux"), Path("i"), swap_image=Path("s.img"), binary=Path("/e/qemu-system-alpha"))
+    cmd = qemu.command_line(t, Path("vmlinux"), Path("i"), swap_image=Path("s.img"),
+                            binary=Path("/e/qemu-system-alpha"))
     assert cmd[0] == "/e/qemu-system-alpha"
     assert opts(cmd, "-machine") == ["clipper"] and opts(cmd, "-smp") == ["4"] and opts(cmd, "-m") == ["256M"]
     # the 21264 at 833 MHz: 1200 ps per instruction
-    assert opts(cmd, "-kernel") == ["vmlinux"] and opts(cmd, "-icount")[0].startswith("shift=0,sleep=off,vcpu-clock=on,cycle-ps=1200,")
+    assert opts(cmd, "-kernel") == ["vmlinux"]
+    assert opts(cmd, "-icount")[0].startswith("shift=0,sleep=off,vcpu-clock=on,cycle-ps=1200,")
     assert "-numa" not in cmd and "-object" not in cmd  # Linux on Alpha has no NUMA
     assert opts(cmd, "-append")[0].startswith("console=ttyS0")
     # Alpha cannot chain scatterlists: the disk must not offer more than 128

@@ -141,3 +141,137 @@ def test_loaded_latency_rises_toward_saturation_and_bandwidth_stops_at_the_node_
     assert lat1 == pytest.approx(81.0, abs=1.0)                       # idle: the topology's latency
     assert lat20 > 2 * lat1                                            # saturated: queues, as MLC's curve climbs
     assert bw20 == pytest.approx(105.0, rel=0.05) and bw20 < 20 * bw1   # capped at the node's bandwidth
+
+
+# --- the pipeline's figures: width, execution classes, branch prediction (topologies/core.py) ---
+def _with(tmp_path, topo, set_core=None, exec_table=None, name="t.toml"):
+    """topo's file with [core] fields replaced (or added) and, if given, its
+    [core.exec] table's lines replaced by exec_table's."""
+    import re
+    src = (topologies.HERE / f"{topo}.toml").read_text()
+    for field, v in (set_core or {}).items():
+        src, n = re.subn(rf"^{field} = .*$", f"{field} = {v}", src, count=1, flags=re.M)
+        if not n:
+            src = src.replace("[core]\n", f"[core]\n{field} = {v}\n", 1)
+    if exec_table is not None:
+        src = re.sub(r"^\[core\.exec\]\n(?:(?!\[).*\n)*", "[core.exec]\n" + "".join(f"{ln}\n" for ln in exec_table)
+                     + "\n", src, count=1, flags=re.M)
+    p = tmp_path / name
+    p.write_text(src)
+    return p
+
+
+@pytest.mark.parametrize("set_core,exec_table,field,expected", [
+    ({"width": "0"}, None, "core.width", "a whole number from 1 to 16, got 0"),
+    ({"width": "-1"}, None, "core.width", "a whole number from 1 to 16, got -1"),
+    ({"width": "1.5"}, None, "core.width", "a whole number from 1 to 16, got 1.5"),
+    ({"width": "true"}, None, "core.width", "a whole number from 1 to 16, got True"),
+    ({}, ['alu = ["nan", 4, 1]'], "core.exec.alu", "latency_cycles a whole number from 1 to 1000, got 'nan'"),
+    ({}, ["alu = [1, 4.0, 1]"], "core.exec.alu", "units a whole number from 1 to 16, got 4.0"),
+    ({}, ["div64 = [35, 1, 0]"], "core.exec.div64", "busy_cycles a whole number from 1 to 1000, got 0"),
+    ({}, ["mul = [3, 1]"], "core.exec.mul", "a list of three whole numbers"),
+    ({}, ["mul = inf"], "core.exec.mul", "a list of three whole numbers"),
+    ({"mispredict_cycles": "1e9"}, None, "core.mispredict_cycles", "a whole number from 1 to 100"),
+    ({"mispredict_cycles": "101"}, None, "core.mispredict_cycles", "a whole number from 1 to 100"),
+    ({"load_index_extra_cycles": "-1"}, None, "core.load_index_extra_cycles", "a whole number from 0 to 10"),
+    ({"predictor_entries": "1000"}, None, "core.predictor_entries", "a power of two from 16 to 1048576, got 1000"),
+    ({"predictor_entries": "8"}, None, "core.predictor_entries", "a power of two from 16 to 1048576"),
+    ({"history_bits": "31"}, None, "core.history_bits", "a whole number from 0 to 30"),
+    ({"btb_entries": "3000"}, None, "core.btb_entries", "a power of two from 1 to 65536"),
+    ({"return_stack": "0"}, None, "core.return_stack", "a whole number from 1 to 64"),
+    ({"predictor": '"perceptron"'}, None, "core.predictor", "'gshare' or 'tournament', got 'perceptron'"),
+    ({}, ["teleport = [1, 1, 1]"], "core.exec.teleport",
+     "alu, mul, div32, div64, fpadd, fpmul, fpdiv, vec, load, store, branch, serial; got an unknown class 'teleport'"),
+])
+def test_bad_pipeline_figures_get_one_line_naming_file_and_field(tmp_path, set_core, exec_table, field, expected):
+    p = _with(tmp_path, "x86-2s", set_core, exec_table, name="bad.toml")
+    with pytest.raises(topologies.TopologyError) as e:
+        topologies.load(str(p))
+    msg = str(e.value)
+    assert msg.startswith(f"{p}: field '{field}': ") and expected in msg and "\n" not in msg, msg
+
+
+def test_a_bad_pipeline_figure_exits_2_with_one_line(tmp_path):
+    from tests.e2e import ENV, vmlab
+    p = _with(tmp_path, "x86-2s", exec_table=["teleport = [1, 1, 1]"], name="bad.toml")
+    r = vmlab(ENV, tmp_path, "--topology", str(p), runs_dir=False, cwd=tmp_path)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {p}: field 'core.exec.teleport': one of the known "
+                                                   f"classes alu, mul,"), r.stderr
+    assert not (tmp_path / "r.db").exists()
+
+
+@pytest.mark.parametrize("topo", ["x86-2s", "gs1280-8"])
+def test_config_has_every_class_and_the_engine_s_time_per_instruction(tmp_path, topo):
+    from topologies import core
+    t = topologies.load(topo)
+    c = t.core
+    assert c == core.NATIVE[t.native_isa]  # the shipped shapes state their native core's figures
+    lines = T.config_text(t, "detailed", tmp_path / "o.json").splitlines()
+    execs = [ln.split() for ln in lines if ln.startswith("exec ")]
+    assert [e[1] for e in execs] == list(core.CLASSES)
+    assert all(len(e) == 5 and all(x.isdigit() for x in e[2:]) for e in execs)
+    assert execs == [["exec", k, str(x.latency), str(x.units), str(x.busy)] for k, x in c.exec_table]
+    want = c.config_lines(t.cycle_ps)
+    i = lines.index("core ooo")
+    assert lines[i:i + len(want)] == want
+    tail = want[want.index("width 4"):]
+    assert tail == ["width 4", *(" ".join(e) for e in execs), f"mispredict {c.mispredict_cycles}",
+                    f"load_index_extra {c.load_index_extra_cycles}",
+                    f"predictor {c.predictor} {c.predictor_entries} {c.history_bits}", f"btb {c.btb_entries}",
+                    f"ras {c.return_stack}", f"insn_ps {t.cycle_ps // c.width}"]
+    assert c.insn_ps(t.cycle_ps) == t.cycle_ps // c.width == {"x86-2s": 100, "gs1280-8": 217}[topo]
+
+
+@pytest.mark.parametrize("topo", sorted(p.stem for p in (Path(topologies.__file__).parent).glob("*.toml")
+                                         if p.stem != "disks"))
+def test_each_shipped_machine_states_its_native_core_s_figures(topo):
+    """The topology files repeat their native core's pipeline figures with
+    sources in comments: they must be the ones topologies/core.py cites (the
+    memory side's may differ: an ES40's 21264 has a smaller miss queue than
+    the EV7's)."""
+    from topologies import core
+    t = topologies.load(topo)
+    native = core.NATIVE[t.native_isa]
+    for name in ("width", "mispredict_cycles", "load_index_extra_cycles", "predictor", "predictor_entries",
+                 "history_bits", "btb_entries", "return_stack", "exec_table"):
+        assert getattr(t.core, name) == getattr(native, name), (topo, name)
+    assert t.core.mispredict_cycles and "mispredict" in native.source and native.predictor in t.core.describe()
+
+
+@pytest.mark.parametrize("topo", ["x86-2s", "gs1280-8"])
+def test_a_topology_overriding_one_class_keeps_the_others_native(tmp_path, topo):
+    from topologies import core
+    t = topologies.load(str(_with(tmp_path, topo, {"width": "2"}, ["div64 = [40, 1, 30]"])))
+    native = core.NATIVE[t.native_isa]
+    got = dict(t.core.exec_table)
+    assert got["div64"] == (40, 1, 30)
+    assert {k: v for k, v in got.items() if k != "div64"} == {k: v for k, v in native.exec_table if k != "div64"}
+    assert t.core.width == 2 and t.core.insn_ps(t.cycle_ps) == t.cycle_ps // 2
+    assert t.core.mispredict_cycles == native.mispredict_cycles and t.core.predictor == native.predictor
+    assert "exec div64 40 1 30" in t.core.config_lines(t.cycle_ps)
+
+
+def test_a_core_table_without_pipeline_figures_gets_the_native_ones(tmp_path):
+    from topologies import core
+    p = tmp_path / "mlp-only.toml"
+    # a [core] of miss-parallelism figures only, as before the pipeline's
+    p.write_text((topologies.HERE.parent / "tests" / "data" / "torus3x3-custom.toml").read_text())
+    t = topologies.load(str(p))
+    native = core.NATIVE[t.native_isa]
+    assert t.core.exec_table == native.exec_table and t.core.width == native.width
+    assert t.core.btb_entries == native.btb_entries and t.core.fill_buffers != native.fill_buffers
+
+
+def test_insn_ps_is_at_least_one_ps():
+    from topologies import core
+    assert core.Core(width=16).insn_ps(10) == 1 and core.Core(width=3).insn_ps(400) == 133
+
+
+def test_pipeline_limits_are_the_model_s():
+    from topologies import core
+    hdr = T.HERE / "model_core.h"
+    assert core.PIPELINE_LIMITS["width"][1] == facts.integer(hdr, "MAX_WIDTH")
+    assert core.EXEC_LIMITS["units"][1] == facts.integer(hdr, "MAX_UNITS")
+    assert core.PIPELINE_LIMITS["return_stack"][1] == facts.integer(hdr, "MAX_RAS")

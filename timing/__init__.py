@@ -22,9 +22,11 @@ MODEL_INT = HERE / "model_int.h"
 # the plugin's sources; the build compiles the .c files, and the headers are
 # here so that a change to them rebuilds it (plugin.c includes the facts it
 # shares with the guest and the host from experiments/lib: INCLUDE)
-SOURCES = [*(HERE / n for n in ("model.h", "model_int.h", "model_core.h", "model_config.c", "model_state.c", "model_symbols.c",
-                                "model_access.c", "model_memsys.c", "model_report.c", "model_tlb.c", "model_tlb.h",
-                                "plugin.c", "plugin_mmu.c", "plugin_mmu.h", "plugin_bbv.c", "plugin_bbv.h")),
+SOURCES = [*(HERE / n for n in ("model.h", "model_int.h", "model_core.h", "model_config.c", "model_state.c",
+                                "model_symbols.c", "model_access.c", "model_memsys.c", "model_report.c", "model_tlb.c",
+                                "model_tlb.h", "model_mlp.h", "model_exec.c", "model_bpred.c", "decode.h",
+                                "decode_x86.c", "decode_alpha.c", "plugin.c", "plugin_mmu.c", "plugin_mmu.h",
+                                "plugin_bbv.c", "plugin_bbv.h")),
            facts.HEADER]
 INCLUDE = facts.HEADER.parent
 MODES = ("off", "fast", "detailed")
@@ -169,7 +171,7 @@ def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir
              f"l2 {l2.size_kib * 1024} {l2.ways} {l2.latency_cycles}",
              f"local_ns {topo.local_latency_ns}", f"hop_ns {topo.hop_latency_ns}",
              f"mem_bw_gbps {topo.memory_bandwidth_gbps}", f"link_bw_gbps {topo.link_bandwidth_gbps}",
-             *topo.core.config_lines()]
+             *topo.core.config_lines(topo.cycle_ps)]
     if topo.guest_isa == "x86_64":  # the walker reads x86-64 page tables (timing/plugin_mmu.c)
         lines += topo.tlb.config_lines()
         if "l3" in caches:  # a shared L3 per socket (node)

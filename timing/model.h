@@ -41,6 +41,7 @@ int vm_ncpus(const model_t *m);
 int vm_mode_detailed(const model_t *m);   /* 0: fast (counts + BBVs only) */
 uint64_t vm_kernel_base(const model_t *m);
 uint32_t vm_line_bytes(const model_t *m);
+uint64_t vm_cycle_ps(const model_t *m);  /* the topology's cycle (the engine's time per instruction at 1 IPC) */
 /* Hops from cpu's node to paddr's home node (-1: no node's memory), and how
  * many such classes the machine has (its largest hop count + 1): the sampled
  * profile's memory-by-distance counts (plugin_bbv.c), in every mode. */
@@ -108,6 +109,10 @@ void vm_tlb_flush(model_t *m, int cpu, int what, uint64_t vaddr);
  * block's slowest line (its lines are fetched together). */
 uint64_t vm_fetch(model_t *m, int cpu, uint64_t pc, uint32_t bytes, uint32_t sym, int kind);
 
+/* Instructions the model has executed on every CPU together (a warm-up's
+ * length as the core counts it: it executes a block's instructions lazily). */
+uint64_t vm_total_insns(const model_t *m);
+
 /* Modeled time of a cpu so far, in picoseconds. */
 uint64_t vm_cpu_time_ps(const model_t *m, int cpu);
 /* Move every time a CPU's state holds (its clock, misses in flight, store
@@ -125,5 +130,72 @@ void vm_warmup_done(model_t *m, uint64_t insns);
 /* Bytes of model state allocated (caches, directory, tables), and bytes of
  * the directory actually touched so far (it is allocated lazily). */
 size_t vm_state_bytes(const model_t *m);
+
+/* --- the core (model_exec.c): instructions executed as the modeled core does ---
+ * With a core in the config (`width`, `exec` lines: topologies/core.py), a
+ * caller that decodes the guest's instructions (timing/decode.h) hands the
+ * model each translated block's instructions; the model keeps, per CPU, when
+ * every architectural register is ready, dispatches `width` instructions a
+ * cycle into a reorder window, issues each when its sources are ready and an
+ * execution unit of its class is free, completes it after its class's
+ * latency (a load: when its data arrives, from the memory side below),
+ * retires in order, and predicts the block-ending branches. The CPU's clock
+ * is the dispatch clock: it stalls on a full window, a misprediction, a
+ * barrier or a full store buffer. Without a decoder (or a core) vm_insns and
+ * vm_access price a plain access stream as before. */
+enum { VM_X_ALU, VM_X_MUL, VM_X_DIV32, VM_X_DIV64, VM_X_FPADD, VM_X_FPMUL, VM_X_FPDIV, VM_X_VEC, VM_X_LOAD,
+       VM_X_STORE, VM_X_BRANCH, VM_X_SERIAL, VM_X_CLASSES };
+/* How a block-ending instruction leaves it (predicted at the next block). */
+enum { VM_B_NONE, VM_B_COND, VM_B_JUMP, VM_B_IJUMP, VM_B_CALL, VM_B_ICALL, VM_B_RET, VM_B_OTHER };
+#define VM_NREG 64         /* architectural registers the scoreboard tracks (decode.h numbers them) */
+#define VM_REG_NONE 255
+#define VM_I_PURELOAD 1u   /* the loaded value is the result (mov, pop): no operation after the load */
+#define VM_I_INDEX 2u      /* the address has an index register (the longer load-to-use) */
+#define VM_I_UNKNOWN 4u    /* not decoded: priced as a one-cycle ALU operation, counted */
+#define VM_I_SERIAL 8u     /* waits for every earlier instruction and store (and later ones wait for it) */
+#define VM_I_MEM 16u       /* accesses memory: its access comes (a block cut short by a fault stops there) */
+typedef struct {
+    uint8_t cls, br, flags, nsrc, ndst, naddr;
+    uint8_t src[6], dst[3], addr[2];
+    uint64_t target;       /* a direct branch's target */
+} vm_insn_t;
+typedef struct {
+    uint64_t pc, next_pc;  /* next_pc: the fall-through */
+    uint32_t n, sym;
+    int kind;
+    vm_insn_t in[];
+} vm_block_t;
+
+int vm_core_on(const model_t *m);      /* the config has a core (width, exec) and it is out-of-order */
+uint64_t vm_insn_ps(const model_t *m); /* the engine's time per instruction: the core's best case */
+/* The engine counts ps per instruction (its cycle, or the core's best case
+ * once the core's stalls are charged): vm_insns advances the clock by that,
+ * and the core's calls return what its clock moved beyond it. */
+void vm_set_engine_insn_ps(model_t *m, uint64_t ps);
+/* cpu starts block b: the rest of its previous block is executed, that
+ * block's branch resolved against b's pc (a misprediction redirects the
+ * front end), b becomes current. A previous block left for a block that does
+ * not follow it, with a memory instruction whose access never came, was cut
+ * short there by a fault: only the instructions before it ran
+ * (vm_core_executed says how many). Returns the time to charge the engine:
+ * what the core's clock moved beyond the engine's time per instruction. */
+uint64_t vm_core_begin(model_t *m, int cpu, const vm_block_t *b);
+/* An access by instruction idx of cpu's current block: the instructions
+ * before it are executed, then it, with this access (a second access of an
+ * instruction already executed is its store or second load). Returns the
+ * time to charge, as above. *value_slot as vm_access's (always NULL here:
+ * registers carry the dependences). */
+uint64_t vm_core_access(model_t *m, int cpu, uint32_t idx, uint64_t paddr, uint64_t vaddr, unsigned flags,
+                        uint32_t sym);
+/* Instructions up to and including idx of cpu's current block executed, before
+ * instruction idx runs in the engine: a serialising instruction (lfence before
+ * rdtsc) so that what it waits for is charged before the guest reads its
+ * clock. Returns the time to charge, as above. */
+uint64_t vm_core_upto(model_t *m, int cpu, uint32_t idx);
+/* How many instructions of the block before the current one the core
+ * executed (its length, or less when a fault cut it short). */
+uint32_t vm_core_executed(const model_t *m, int cpu);
+/* The rest of cpu's current block executed (at the end of the run). */
+uint64_t vm_core_end(model_t *m, int cpu);
 
 #endif

@@ -151,6 +151,102 @@ static void parse_core(model_t *m, cfg_t *cf, const char *key, const char *p) {
         }
 }
 
+/* The dataflow core's lines (topologies/core.py Core.config_lines; figures in
+ * cycles, turned into ps once the clock is known: core_finish). */
+static const char *const CLASS_NAMES[VM_X_CLASSES] = {"alu", "mul", "div32", "div64", "fpadd", "fpmul", "fpdiv",
+                                                      "vec", "load", "store", "branch", "serial"};
+
+static int in_range(const char *p, long lo, long hi, long *v) {
+    char extra[2];
+    return sscanf(p, "%ld %1s", v, extra) == 1 && *v >= lo && *v <= hi;
+}
+
+static void parse_exec(model_t *m, cfg_t *cf, const char *key, const char *p) {
+    corecfg_t *k = &m->core;
+    if (!strcmp(key, "exec")) {
+        char cls[32] = "";
+        long lat, units, busy;
+        if (sscanf(p, "%31s %ld %ld %ld", cls, &lat, &units, &busy) != 4) {
+            bad(cf, "exec: expected CLASS LATENCY UNITS BUSY");
+            return;
+        }
+        for (int c = 0; c < VM_X_CLASSES; c++)
+            if (!strcmp(cls, CLASS_NAMES[c])) {
+                if (lat < 1 || lat > 1000 || units < 1 || units > MAX_UNITS || busy < 1 || busy > 1000)
+                    bad(cf, "exec %s: expected latency 1..1000, units 1..%d, busy 1..1000 cycles", cls, MAX_UNITS);
+                k->lat_ps[c] = (uint64_t)lat;  /* cycles until core_finish */
+                k->units[c] = (uint32_t)units;
+                k->busy_cycles[c] = (uint64_t)busy;
+                k->exec_seen |= 1u << c;
+                return;
+            }
+        bad(cf, "exec: unknown class '%s' (alu mul div32 div64 fpadd fpmul fpdiv vec load store branch serial)", cls);
+        return;
+    }
+    long v = 0;
+    if (!strcmp(key, "width")) {
+        if (!in_range(p, 1, MAX_WIDTH, &v)) bad(cf, "width: expected 1..%d", MAX_WIDTH);
+        k->width = (uint32_t)v;
+        k->dataflow = 1;
+    } else if (!strcmp(key, "mispredict")) {
+        if (!in_range(p, 1, 100, &v)) bad(cf, "mispredict: expected 1..100 cycles");
+        k->mispredict_cycles = (uint32_t)v;
+    } else if (!strcmp(key, "load_index_extra")) {
+        if (!in_range(p, 0, 10, &v)) bad(cf, "load_index_extra: expected 0..10 cycles");
+        k->index_extra_cycles = (uint32_t)v;
+    } else if (!strcmp(key, "insn_ps")) {
+        if (!in_range(p, 1, 1000000, &v)) bad(cf, "insn_ps: expected 1..1000000");
+        k->insn_ps = (uint64_t)v;
+    } else if (!strcmp(key, "btb") || !strcmp(key, "ras")) {
+        long hi = key[0] == 'b' ? 65536 : MAX_RAS;
+        if (!in_range(p, 1, hi, &v) || (key[0] == 'b' && !is_pow2((uint64_t)v)))
+            bad(cf, "%s: expected %s1..%ld", key, key[0] == 'b' ? "a power of two " : "", hi);
+        *(key[0] == 'b' ? &k->btb : &k->ras) = (uint32_t)v;
+    } else if (!strcmp(key, "predictor")) {
+        char kind[32] = "";
+        long entries, hist;
+        if (sscanf(p, "%31s %ld %ld", kind, &entries, &hist) != 3 ||
+            (strcmp(kind, "gshare") && strcmp(kind, "tournament")) || entries < 16 || entries > (1l << 20) ||
+            !is_pow2((uint64_t)entries) || hist < 0 || hist > 30)
+            bad(cf, "predictor: expected gshare|tournament ENTRIES (a power of two 16..1048576) HISTORY (0..30)");
+        k->predictor = !strcmp(kind, "tournament") ? BP_TOURNAMENT : BP_GSHARE;
+        k->bp_entries = (uint32_t)entries;
+        k->bp_history = (uint32_t)hist;
+    }
+}
+
+static int is_exec_key(const char *key) {
+    static const char *keys[] = {"width", "exec", "mispredict", "load_index_extra", "insn_ps", "btb", "ras",
+                                 "predictor"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (!strcmp(key, keys[i])) return 1;
+    return 0;
+}
+
+/* With a width, every class must have its figures; then cycles become ps. */
+static void core_finish(model_t *m, cfg_t *cf) {
+    corecfg_t *k = &m->core;
+    if (!k->dataflow) return;
+    for (int c = 0; c < VM_X_CLASSES; c++)
+        if (!(k->exec_seen & (1u << c))) {
+            bad(cf, "exec %s: missing (a core with a width needs every class's figures)", CLASS_NAMES[c]);
+            return;
+        }
+    if (!k->mispredict_cycles || !k->bp_entries || !k->btb || !k->ras) {
+        bad(cf, "width: a core with a width needs mispredict, predictor, btb and ras lines");
+        return;
+    }
+    for (int c = 0; c < VM_X_CLASSES; c++) {
+        k->lat_ps[c] *= m->cycle_ps;
+        k->busy_ps[c] = k->busy_cycles[c] * m->cycle_ps;
+    }
+    k->mispredict_ps = (uint64_t)k->mispredict_cycles * m->cycle_ps;
+    k->cycle_inv = UINT64_MAX / m->cycle_ps + 1;
+    k->index_extra_ps = (uint64_t)k->index_extra_cycles * m->cycle_ps;
+    if (!k->insn_ps) k->insn_ps = m->cycle_ps / k->width ? m->cycle_ps / k->width : 1;
+    if (k->insn_ps * k->width > m->cycle_ps) bad(cf, "insn_ps: expected at most cycle_ps / width (the core's best case)");
+}
+
 static int is_core_key(const char *key) {
     static const char *keys[] = {"core", "fill_buffers", "l2_queue", "rob", "store_buffer", "prefetch_streams",
                                  "prefetch_distance"};
@@ -201,6 +297,7 @@ static void parse_line(model_t *m, cfg_t *cf, const char *key, const char *p) {
     else if (!strcmp(key, "route")) parse_route(m, cf, p);
     else if (!strcmp(key, "range")) parse_range(cf, p);
     else if (is_core_key(key)) parse_core(m, cf, key, p);
+    else if (is_exec_key(key)) parse_exec(m, cf, key, p);
     else if (tlb_key(m, cf, key, p)) {
     }
     else if (!strncmp(key, "plugin.", 7) || !strcmp(key, "isa")) {
@@ -265,5 +362,7 @@ int model_read_config(model_t *m, cfg_t *cf, const char *path, char *err, size_t
     m->kernel_base = UINT64_MAX;  /* no kernel_base line yet: model_sym_init sets the default */
     read_lines(m, cf, f);
     fclose(f);
+    if (cf->ok && !m->cycle_ps && m->clock_ghz > 0) m->cycle_ps = (uint64_t)(1000.0 / m->clock_ghz + 0.5);
+    if (cf->ok) core_finish(m, cf);
     return cf->ok && config_complete(m, cf) ? 0 : -1;
 }

@@ -37,6 +37,8 @@
 
 #include <stdint.h>
 
+#include "model.h"
+
 #define MAX_FB 64          /* fill buffers per CPU (topology limit) */
 #define MAX_SQ 128         /* L2 queue entries */
 #define MAX_SB 256         /* store buffer entries */
@@ -62,11 +64,37 @@ typedef struct {
     int8_t dir, conf;
 } stream_t;
 
+/* The dataflow core (model_exec.c) */
+#define MAX_WIDTH 16
+#define MAX_UNITS 16
+#define PORT_SLOTS 256     /* each class's issue calendar: cycles, direct-mapped by cycle number */
+#define FWD_SLOTS 64       /* stores still in the store buffer, by 8-byte address: store-to-load forwarding */
+#define MAX_RAS 64
+#define LOCAL_HIST 1024    /* the tournament predictor's local part (the 21264's: 1024 10-bit histories) */
+enum { BP_GSHARE = 0, BP_TOURNAMENT = 1 };
+
 /* The core's configuration (model-wide: every CPU is the same core). */
 typedef struct {
     int ooo;               /* 0: blocking, every miss stalls its full latency (the model before MLP) */
     uint32_t fill_buffers, l2_queue, rob, store_buffer, streams, pf_distance;
+    /* the dataflow core: on with a `width` line (and every class's `exec` line) */
+    int dataflow;
+    uint32_t width, units[VM_X_CLASSES], exec_seen;
+    uint64_t lat_ps[VM_X_CLASSES], busy_ps[VM_X_CLASSES], busy_cycles[VM_X_CLASSES];
+    uint64_t mispredict_ps, index_extra_ps, insn_ps, cycle_inv;  /* cycle_inv: 2^64 / cycle_ps, rounded up */
+    uint32_t mispredict_cycles, index_extra_cycles;
+    int predictor;         /* BP_GSHARE or BP_TOURNAMENT */
+    uint32_t bp_entries, bp_history, btb, ras;
 } corecfg_t;
+
+typedef struct {
+    uint64_t cyc;
+    uint32_t used;
+} portslot_t;
+
+typedef struct {
+    uint64_t addr, data_ready, drain;
+} fwd_t;
 
 typedef struct {
     uint64_t fb_ready[MAX_FB], fb_insn[MAX_FB];
@@ -81,6 +109,25 @@ typedef struct {
     uint64_t stage_value, stage_ready;
     uint64_t pv_until;     /* latest pending value's ready time */
     stream_t st[MAX_STREAMS];  /* direct-mapped by page */
+    /* the dataflow core (model_exec.c) */
+    uint64_t reg_ready[VM_NREG];  /* when each architectural register's value is there */
+    uint64_t *rob_ret;     /* retire time of each instruction in the window, by its slot */
+    uint32_t rob_i, frac;  /* the next instruction's window slot; dispatch's sub-ps remainder */
+    uint64_t seq, last_retire;
+    uint64_t unit_free[VM_X_CLASSES][MAX_UNITS];  /* unpipelined units (busy > 1 cycle) */
+    portslot_t port[VM_X_CLASSES][PORT_SLOTS];
+    fwd_t fwd[FWD_SLOTS];
+    const vm_block_t *blk; /* the block executing, and the next of its instructions to execute */
+    uint32_t next, executed;  /* executed: of the block before it (vm_core_executed) */
+    uint64_t last_addr_ready, last_complete;  /* of the last instruction executed: its second access,
+                                               * a block's ending branch's resolution */
+    /* branch prediction */
+    uint64_t ghist;
+    uint8_t *pht, *choice, *lpht;
+    uint16_t *lhist;
+    uint64_t *btb_tag, *btb_target;
+    uint64_t ras[MAX_RAS];
+    uint32_t ras_top;
 } core_t;
 
 #endif

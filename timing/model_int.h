@@ -4,7 +4,9 @@
  *   model_config.c   reading and checking the config
  *   model_state.c    the model's state from it (vm_model_new), freeing it
  *   model_symbols.c  the kernel's text symbols
- *   model_access.c   pricing accesses: the L1, the core (model_core.h), counting
+ *   model_access.c   pricing an access stream: the L1, the core's MLP (model_core.h, model_mlp.h), counting
+ *   model_exec.c     the dataflow core: instructions as the modeled core runs them
+ *   model_bpred.c    its branch prediction
  *   model_memsys.c   the directory transaction of an L2 miss: network, queueing, fills
  *   model_report.c   guest phases and the results JSON
  *
@@ -41,8 +43,9 @@
  * 1 priced each miss in full, one after another; 2 overlaps misses
  * (model_core.h), prefetches, drains stores and caps bandwidth; 3 adds
  * TLBs, page walks and instruction fetch (model_tlb.h) and a shared L3 per
- * socket (model_memsys.c). */
-#define MODEL_VERSION 3
+ * socket (model_memsys.c); 4 executes the instructions as the modeled core does
+ * (model_exec.c: register dataflow, issue width, latencies, branch prediction). */
+#define MODEL_VERSION 4
 
 enum { S_INV = 0, S_S = 1, S_E = 2, S_M = 3 };
 
@@ -59,7 +62,7 @@ typedef struct {
     X(l2_hits) X(misses) X(remote) X(c2c) X(upgrades) X(invals) X(writebacks) X(lock_xfers) X(lock_ps) X(io) X(mem_ps) \
     X(prefetches) X(dep_stall_ps) X(fb_stall_ps) X(rob_stall_ps) X(sb_stall_ps) X(fence_stall_ps) X(unpriced_ps) \
     X(dtlb_misses) X(itlb_misses) X(walks) X(walk_ps) X(walk_loads) X(walk_remote) X(tlb_flushes) X(l1i_misses) \
-    X(fetch_stall_ps) X(l3_hits)
+    X(fetch_stall_ps) X(l3_hits) X(branches) X(mispredicts) X(mispredict_ps) X(unknown_insns)
 
 typedef struct {
 #define X(n) uint64_t n;
@@ -122,6 +125,7 @@ struct model {
     uint32_t *cal_used;
     uint64_t now_ps;      /* when the transaction being priced was issued */
     corecfg_t core;
+    uint64_t engine_insn_ps;  /* the engine's time per instruction when not a cycle (vm_set_engine_insn_ps) */
     tlbmodel_t tlb;       /* translation (model_tlb.h): off without [tlb] lines */
     vm_mmu_t mmu;         /* how the walker reads the guest's page tables (vm_set_mmu) */
     uint64_t l1_ps, l1i_ps;  /* an L1D / L1I hit's latency (a page-table entry read that hits) */
@@ -212,6 +216,12 @@ static inline void refill_l1(cpu_t *p, uint64_t line, int j, int st, int st2) {
     c_remove(&p->l1, line);
     c_insert(&p->l1, line, st);
 }
+
+/* model_exec.c: the dataflow core's per-CPU state */
+int model_core_init(model_t *m, cpu_t *p) __attribute__((visibility("hidden")));
+void model_core_free(cpu_t *p) __attribute__((visibility("hidden")));
+size_t model_core_bytes(const model_t *m) __attribute__((visibility("hidden")));
+void model_core_shift(model_t *m, cpu_t *p, uint64_t d) __attribute__((visibility("hidden")));
 
 /* model_memsys.c (below): ends a queueing window */
 void vm_close_window(model_t *m) __attribute__((visibility("hidden")));

@@ -90,6 +90,10 @@ static int init_cpus(model_t *m, cfg_t *cf) {
                          cf->path);
             return 0;
         }
+        if (vm_core_on(m) && model_core_init(m, &m->cpu[c])) {
+            model_seterr(cf->err, cf->errlen, "%s: cannot allocate the core's window and predictor", cf->path);
+            return 0;
+        }
         if (m->detailed && m->l1i_geom[0] && cache_init(&m->cpu[c].l1i, m->l1i_geom[0], m->l1i_geom[1], cf->line_bytes)) {
             model_seterr(cf->err, cf->errlen, "%s: l1i: size must be ways x line x a power-of-two number of sets",
                          cf->path);
@@ -150,6 +154,7 @@ void vm_model_free(model_t *m) {
             free(m->cpu[c].l2.t);
             free(m->cpu[c].l1i.t);
             free(m->cpu[c].ph);
+            model_core_free(&m->cpu[c]);
         }
     model_tlb_free(m);
     if (m->l3)
@@ -204,5 +209,5 @@ size_t vm_state_bytes(const model_t *m) {
         b += m->ncpus * ((size_t)(m->cpu[0].l1.mask + 1) * m->cpu[0].l1.ways +
                          (size_t)(m->cpu[0].l2.mask + 1) * m->cpu[0].l2.ways) * sizeof(uint64_t) +
              m->dir_lines * sizeof(uint64_t);
-    return b;
+    return b + model_core_bytes(m);
 }

@@ -44,6 +44,7 @@
 
 #include <qemu-plugin.h>
 
+#include "decode.h"
 #include "model.h"
 #include "plugin_mmu.h"
 #include "plugin_bbv.h"
@@ -53,12 +54,18 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 typedef struct {
     uint32_t n, kind, bb, bytes, sym, spin, halt;  /* spin: holds a PAUSE; halt: ends in HLT (plugin_bbv.c) */
+    uint32_t pauses;   /* how many PAUSEs it holds */
     uint64_t pc;
+    vm_block_t *blk;   /* its instructions decoded for the core (NULL: no core, or not priced) */
 } tbinfo_t;
 
 
 static model_t *M;
 static int detailed, is_x86, is_alpha, fetch;  /* fetch: instruction fetch priced (an l1i) */
+/* core: the model executes the instructions (model.h, "the core"): each
+ * block decoded at translation (decode.h), started by vm_core_begin, its
+ * accesses handed over with their instruction's index in the block */
+static int core;
 /* plugin.price_from_marker on (a booted detailed run): the boot only counts
  * instructions; the guest's VMLAB_OP_PRICE marker, just before the
  * experiment, starts the pricing (qemu_plugin_reset retranslates every block
@@ -86,7 +93,12 @@ static uint64_t stop_after_slices, region_warmup_slices;
  * the slices file reports it less that. At boundary f, when charging starts,
  * every CPU's model state moves back by its uncharged time (vm_shift_time),
  * so the CPUs share one time again in the model's shared queues. */
-static uint64_t functional_slices, *uncharged;
+static uint64_t functional_slices;
+static int64_t *uncharged;  /* signed: with the core, the model may run behind the engine */
+/* The engine's time per instruction: its configured cycle until the core
+ * charges (a restore, a booted run's price marker, the end of a functional
+ * warm-up), then the core's best case (series patch 0019): core_charges(). */
+static int charging;
 static int functional;
 /* plugin.first_slice_done n: the checkpoint this run restores was taken n
  * non-spin instructions past its boundary (bbv.stops' late_insns): the first
@@ -139,23 +151,56 @@ static uint64_t lock_causality(unsigned vcpu, qemu_plugin_meminfo_t info, uint64
     return 0;
 }
 
+/* The core starts charging: the engine counts the core's best case per
+ * instruction from now on (series patch 0019) and the model its charges
+ * against that. Once: at a restored run's first vCPU, a booted run's price
+ * marker, the end of a region's functional warm-up. */
+static void core_charges(void) {
+    if (!core || !stalls || charging) return;
+    if (!qemu_plugin_set_insn_ps(vm_insn_ps(M))) {
+        fprintf(stderr, "vmlab-timing: the engine refused %" PRIu64 " ps per instruction; the core's time is "
+                        "charged on top of a cycle an instruction\n", vm_insn_ps(M));
+        return;
+    }
+    vm_set_engine_insn_ps(M, vm_insn_ps(M));
+    charging = 1;
+}
+
 static void tb_exec(unsigned int vcpu, void *ud) {
     const tbinfo_t *t = ud;
     /* idle jumps, PAUSE (model.h): every 16th block of a vCPU is soon enough, and the engine's
      * clock is not free to read */
     if (stalls && !(sync_tick[vcpu]++ & 15))
-        vm_sync_time(M, (int)vcpu, qemu_plugin_vcpu_clock_ps() + uncharged[vcpu]);
-    uint64_t ps = fetch && pricing ? vm_fetch(M, (int)vcpu, t->pc, t->bytes, t->sym, (int)t->kind) : 0;
-    ps += vm_insns(M, (int)vcpu, t->n, (int)t->kind);  /* non-zero: a full reorder window */
+        vm_sync_time(M, (int)vcpu, (uint64_t)((int64_t)qemu_plugin_vcpu_clock_ps() + uncharged[vcpu]));
+    uint64_t ps = t->blk ? vm_core_begin(M, (int)vcpu, t->blk) : 0;  /* the previous block's rest, its branch */
+
+    if (fetch && pricing) ps += vm_fetch(M, (int)vcpu, t->pc, t->bytes, t->sym, (int)t->kind);
+    if (!t->blk) ps += vm_insns(M, (int)vcpu, t->n, (int)t->kind);  /* non-zero: a full reorder window */
     if (ps && stalls) {
-        if (functional) uncharged[vcpu] += ps;
+        if (functional) uncharged[vcpu] += (int64_t)ps;
         else qemu_plugin_vcpu_stall_ps(ps);
     }
     if (warmup_left) {  /* restored runs only, priced from the restore; one thread (icount) */
-        warmup_left = warmup_left > t->n ? warmup_left - t->n : 0;
-        if (!warmup_left) vm_warmup_done(M, warmup_total);
+        if (core && warmup_left <= t->n) {
+            /* the core has executed every block before this one: the warm-up ends with them */
+            vm_warmup_done(M, vm_total_insns(M));
+            warmup_left = 0;
+        } else {
+            warmup_left = warmup_left > t->n ? warmup_left - t->n : 0;
+            if (!warmup_left) vm_warmup_done(M, warmup_total);
+        }
     }
     if (t->bb) bbv_exec(vcpu, t->bb, t->n, t->pc, (int)t->spin, (int)t->halt);
+}
+
+/* A serialising instruction of a core block is about to run (udata: its index):
+ * the core executes up to it, so a barrier's wait is on the vCPU's clock before
+ * the guest reads that clock (lfence; rdtsc in the vDSO's clock_gettime). */
+static void serial_insn(unsigned int vcpu, void *ud) {
+    uint64_t ps = vm_core_upto(M, (int)vcpu, (uint32_t)(uintptr_t)ud);
+    if (!ps || !stalls) return;
+    if (functional) uncharged[vcpu] += (int64_t)ps;
+    else qemu_plugin_vcpu_stall_ps(ps);
 }
 
 /* fast mode, plugin.mem_hops on: the access's line for the cache filter
@@ -171,11 +216,12 @@ static int hop_of(int cpu, uint64_t paddr) { return vm_hop_class(M, cpu, paddr);
 
 static void at_boundary(uint64_t b, uint64_t insns) {
     if (functional && b == functional_slices) {
+        functional = 0;
+        core_charges();
         for (int c = 0; c < vm_ncpus(M); c++) {
-            vm_shift_time(M, c, uncharged[c]);
+            if (uncharged[c] > 0) vm_shift_time(M, c, (uint64_t)uncharged[c]);  /* behind: the next sync */
             uncharged[c] = 0;
         }
-        functional = 0;
     }
     if (b == region_warmup_slices) vm_warmup_done(M, insns);
 }
@@ -188,17 +234,22 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t v
         return;
     }
     unsigned flags = (unsigned)(u & 15);
+    uint32_t sym = (uint32_t)(u >> 16);
     if (qemu_plugin_mem_is_store(info)) flags |= VM_F_WRITE;
     else if (!(flags & VM_F_ATOMIC) && qemu_plugin_mem_size_shift(info) == 3) flags |= VM_F_WIDE;
-    uint64_t pa = qemu_plugin_hwaddr_phys_addr(hw), *slot;
-    uint64_t ps = vm_access(M, (int)vcpu, pa, vaddr, flags, (uint32_t)(u >> 4), &slot);
+    uint64_t pa = qemu_plugin_hwaddr_phys_addr(hw), *slot = NULL, ps;
+    if (core) {  /* registers carry the dependences: no values asked for */
+        ps = vm_core_access(M, (int)vcpu, (uint32_t)((u >> 4) & 0xfff), pa, vaddr, flags, sym);
+    } else {
+        ps = vm_access(M, (int)vcpu, pa, vaddr, flags, sym, &slot);
+    }
     if (slot) {  /* an 8-byte load still arriving: the model wants its value (it may be an address) */
         qemu_plugin_mem_value v = qemu_plugin_mem_get_value(info);
         *slot = v.type == QEMU_PLUGIN_MEM_VALUE_U64 ? v.data.u64 : 0;
     }
     if (!stalls) return;
     if (functional) {  /* nothing charged, not even a lock's hand-off wait */
-        uncharged[vcpu] += ps;
+        uncharged[vcpu] += (int64_t)ps;
         return;
     }
     if (flags & VM_F_ATOMIC) ps += lock_causality(vcpu, info, pa & ~line_mask, flags & VM_F_WRITE);
@@ -215,7 +266,7 @@ uint64_t read_reg(struct qemu_plugin_register *r) {
 }
 
 /* a vCPU's modeled clock, for the slices file of a detailed run (plugin_bbv.c) */
-static uint64_t model_clock(int cpu) { return vm_cpu_time_ps(M, cpu) - uncharged[cpu]; }
+static uint64_t model_clock(int cpu) { return (uint64_t)((int64_t)vm_cpu_time_ps(M, cpu) - uncharged[cpu]); }
 
 /* after qemu_plugin_reset: the same callbacks, now with the pricing on */
 static void reinstall(qemu_plugin_id_t id) {
@@ -225,18 +276,24 @@ static void reinstall(qemu_plugin_id_t id) {
 
 /* x86 phase marker: `xchg %bx,%bx` (66 87 db, a no-op) with
  * rax = VMLAB_PHASE_MAGIC ('VML') << 8 | op, rdi = phase id, rsi = instance. */
-static void magic(unsigned int vcpu, void *ud) {
-    (void)ud;
+static void magic(unsigned int vcpu, void *ud) {  /* ud: its index in its block */
     if (!r_rax) return;
     uint64_t rax = read_reg(r_rax);
     if ((rax >> 8) != VMLAB_PHASE_MAGIC) return;
     if ((rax & 0xff) == VMLAB_OP_PRICE) {
         if (warmup_left) {  /* the experiment starts here: a warm-up never runs into it */
-            vm_warmup_done(M, warmup_total - warmup_left);
+            if (core) {  /* the core executes up to the marker, and counts what it executed */
+                uint64_t ps = vm_core_upto(M, (int)vcpu, (uint32_t)(uintptr_t)ud);
+                if (ps && stalls) qemu_plugin_vcpu_stall_ps(ps);
+                vm_warmup_done(M, vm_total_insns(M));
+            } else {
+                vm_warmup_done(M, warmup_total - warmup_left);
+            }
             warmup_left = 0;
         }
         if (!pricing) {
             pricing = 1;
+            core_charges();
             qemu_plugin_reset(plugin_id, reinstall);
         }
         return;
@@ -287,14 +344,28 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
         struct qemu_plugin_insn *last = qemu_plugin_tb_get_insn(tb, n - 1);
         t->bytes = (uint32_t)(qemu_plugin_insn_vaddr(last) + qemu_plugin_insn_size(last) - pc);
     }
+    if (core && pricing && n) {
+        t->blk = g_malloc0(sizeof *t->blk + n * sizeof(vm_insn_t));  /* lives as long as the block may run */
+        t->blk->pc = pc;
+        t->blk->next_pc = pc + t->bytes;
+        t->blk->n = (uint32_t)n;
+        t->blk->sym = t->sym;
+        t->blk->kind = (int)t->kind;
+    }
     qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS, t);
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
         uint8_t bytes[16];
         size_t len = qemu_plugin_insn_data(insn, bytes, sizeof bytes);
+        if (t->blk) {
+            if (is_x86) vm_decode_x86(bytes, len, qemu_plugin_insn_vaddr(insn), &t->blk->in[i]);
+            else vm_decode_alpha(bytes, len, qemu_plugin_insn_vaddr(insn), &t->blk->in[i]);
+            if (t->blk->in[i].flags & VM_I_SERIAL)
+                qemu_plugin_register_vcpu_insn_exec_cb(insn, serial_insn, QEMU_PLUGIN_CB_NO_REGS, (void *)(uintptr_t)i);
+        }
         if (is_x86 && len == 3 && bytes[0] == 0x66 && bytes[1] == 0x87 && bytes[2] == 0xdb)
-            qemu_plugin_register_vcpu_insn_exec_cb(insn, magic, QEMU_PLUGIN_CB_R_REGS, NULL);
-        if (is_x86 && len == 2 && bytes[0] == 0xf3 && bytes[1] == 0x90) t->spin = 1;  /* PAUSE */
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, magic, QEMU_PLUGIN_CB_R_REGS, (void *)(uintptr_t)i);
+        if (is_x86 && len == 2 && bytes[0] == 0xf3 && bytes[1] == 0x90) t->spin = 1, t->pauses++;  /* PAUSE */
         if (is_x86 && len == 1 && bytes[0] == 0xf4) t->halt = 1;  /* HLT */
         if (mem_hops && t->bb)
             qemu_plugin_register_vcpu_mem_cb(insn, mem_hop, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, t);
@@ -311,15 +382,18 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
             sym = t->kind == VM_USER ? VM_SYM_USER : VM_SYM_BOOT;
         }
         if (is_atomic(bytes, len)) flags |= VM_F_ATOMIC;
-        /* userdata carries the symbol and flags itself: nothing to allocate */
+        /* userdata carries the symbol, the instruction's index in its block and the flags: nothing to
+         * allocate (a block has at most 512 instructions: TCG_MAX_INSNS) */
         qemu_plugin_register_vcpu_mem_cb(insn, mem_access, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW,
-                                         (void *)(((uintptr_t)sym << 4) | flags));
+                                         (void *)(((uintptr_t)sym << 16) | ((uintptr_t)(i & 0xfff) << 4) | flags));
     }
 }
 
 static void vcpu_init(qemu_plugin_id_t id, unsigned int vcpu) {
     (void)id;
     (void)vcpu;
+    /* after the accelerator's configuration (plugins load before it): a run priced from the start */
+    if (pricing && !functional) core_charges();
     if (!is_x86 || r_rax) return;
     GArray *regs = qemu_plugin_get_registers();
     for (guint i = 0; regs && i < regs->len; i++) {
@@ -340,6 +414,8 @@ static void at_exit(qemu_plugin_id_t id, void *ud) {
     (void)id;
     (void)ud;
     bbv_close();
+    if (core)
+        for (int c = 0; c < vm_ncpus(M); c++) vm_core_end(M, c);
     if (vm_write_results(M, NULL)) fprintf(stderr, "vmlab-timing: cannot write the results\n");
 }
 
@@ -396,6 +472,13 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     detailed = vm_mode_detailed(M);
     fetch = vm_fetch_on(M) && vm_tlb_on(M) && is_x86;  /* a fetch needs the walker for its physical address */
     kernel_base = vm_kernel_base(M);
+    /* the core needs each instruction decoded: x86 through capstone, Alpha by its formats */
+    core = detailed && vm_core_on(M) && ((is_x86 && !vm_decode_x86_init()) || is_alpha);
+    if (detailed && vm_core_on(M) && !core) {  /* the engine runs at the core's best case: no fallback */
+        fprintf(stderr, "vmlab-timing: the core needs a decoder: %s\n",
+                is_x86 ? "capstone did not open (libcapstone)" : "none for this guest ISA");
+        return -1;
+    }
     read_plugin_keys(config);
     stalls = stalls && detailed;
     if (stalls && !qemu_plugin_vcpu_stall_ps(0)) {
@@ -403,6 +486,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
                         "(-icount ...,vcpu-clock=on); stalls are not charged\n");
         stalls = 0;
     }
+    /* until the core charges, the engine counts a cycle an instruction, and the model against it */
+    if (core) vm_set_engine_insn_ps(M, vm_cycle_ps(M));
     locklines = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
     sync_tick = calloc(vm_ncpus(M), sizeof *sync_tick);
     uncharged = calloc(vm_ncpus(M), sizeof *uncharged);  /* 0 but in a functional warm-up */

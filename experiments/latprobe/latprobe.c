@@ -23,23 +23,6 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
-/* share of sampled pages that really are on `node` (move_pages, query mode) */
-static double on_node(char *p, size_t size, int node)
-{
-	enum { N = 64 };
-	void *pages[N];
-	int status[N], hit = 0;
-	if (!vl_numa())
-		return 1.0;  /* one node: every page is on it */
-	for (int i = 0; i < N; i++)
-		pages[i] = p + (size / N) * i;
-	if (syscall(SYS_move_pages, 0, N, pages, NULL, status, 0))
-		return -1;
-	for (int i = 0; i < N; i++)
-		hit += status[i] == node;
-	return (double)hit / N;
-}
-
 static unsigned long long rng = 0x9e3779b97f4a7c15ull;  /* vl_rand's state */
 
 static void *chase(void **p, long n)
@@ -49,6 +32,18 @@ static void *chase(void **p, long n)
 		p = *p; p = *p; p = *p; p = *p;
 	}
 	return p;
+}
+
+/* The same cycle through line numbers (p = a[p], as hash tables, graphs and
+ * sort permutations link their entries): each load's address is computed
+ * from the last one's value in a register, not loaded as an address. */
+static uint64_t index_chase(const uint64_t *a, uint64_t i, long n)
+{
+	for (long k = 0; k < n; k += 8) {
+		i = a[i * 8]; i = a[i * 8]; i = a[i * 8]; i = a[i * 8];
+		i = a[i * 8]; i = a[i * 8]; i = a[i * 8]; i = a[i * 8];
+	}
+	return i;
 }
 
 static volatile long *counter;
@@ -262,10 +257,31 @@ int main(int argc, char **argv)
 		vl_kint(&b, "distance", dist[node]);
 		vl_kint(&b, "loads", loads);
 		vl_kint(&b, "buf_mib", buf_mib);
-		vl_kdbl(&b, "on_node", on_node(buf, size, node));
+		vl_kdbl(&b, "on_node", vl_on_node(buf, size, node));
 		vl_kdbl(&b, "guest_ms", t1 - t0);
 		vl_kint(&b, "end", (long long)(uintptr_t)p & 1);  /* keeps the walk live */
 		vl_emit(&b);
+		char name[64];
+		snprintf(name, sizeof name, "chase_d%d_ns", dist[node]);
+		vl_metric(name, (t1 - t0) * 1e6 / loads, "ns");
+
+		/* the same lines in the same order, linked by index (timed on the guest clock only) */
+		for (size_t j = 0; j < lines; j++)
+			*(uint64_t *)(buf + (size_t)order[j] * 64) = order[(j + 1) % lines];
+		uint64_t i = index_chase((const uint64_t *)buf, order[0], (long)lines);  /* warm-up lap */
+		t0 = vl_now_ms(CLOCK_MONOTONIC);
+		i = index_chase((const uint64_t *)buf, i, loads);
+		t1 = vl_now_ms(CLOCK_MONOTONIC);
+		b = vl_record("ichase");
+		vl_kint(&b, "cpu", gcpu);
+		vl_kint(&b, "home", home);
+		vl_kint(&b, "node", node);
+		vl_kint(&b, "loads", loads);
+		vl_kdbl(&b, "guest_ms", t1 - t0);
+		vl_kint(&b, "end", (long long)(i & 1));
+		vl_emit(&b);
+		snprintf(name, sizeof name, "ichase_d%d_ns", dist[node]);
+		vl_metric(name, (t1 - t0) * 1e6 / loads, "ns");
 		munmap(buf, size);
 
 		/* ping-pong with a CPU of that node (another CPU of ours for the local class) */

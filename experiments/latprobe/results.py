@@ -45,6 +45,10 @@ def rows(con, run_id: int):
               con.execute("SELECT * FROM timing_phases WHERE run_id = ?", (run_id,))}
     chase_id, pingpong_id = facts.phase_id("latprobe.chase"), facts.phase_id("latprobe.pingpong")
     chase, pingpong = [], []
+    # the index chase (p = a[p]) of each node, on the guest's clock
+    ichase = {b["node"]: b["guest_ms"] * 1e6 / b["loads"] for b in
+              (json.loads(r["body"]) for r in con.execute(
+                  "SELECT body FROM records WHERE run_id = ? AND type = 'ichase'", (run_id,))) if b.get("loads")}
     for rec in con.execute("SELECT type, body FROM records WHERE run_id = ? AND type IN ('chase', 'pingpong') "
                            "ORDER BY lineno", (run_id,)):
         b = json.loads(rec["body"])
@@ -57,6 +61,7 @@ def rows(con, run_id: int):
             chase.append({"node": node, "hops": hops, "slit": b["distance"], "loads": b["loads"],
                           "on_node": b["on_node"], "configured_ns": want, "model_ns": model,
                           "guest_ns": b["guest_ms"] * 1e6 / b["loads"] if b.get("guest_ms") else None,
+                          "index_guest_ns": ichase.get(node),
                           "error_pct": 100.0 * (model - want) / want if model else None})
         else:
             mine, theirs = phases.get((pingpong_id, node, b["cpu"])), phases.get((pingpong_id, node, b["partner"]))
@@ -99,8 +104,8 @@ def figures(con, run_id: int, r, params: dict, w) -> None:
         return
     chase, pingpong = rows(con, run_id)
     w("\nlatprobe: pointer chase, ns per load: the topology (local + hops x hop), the model, and the guest's own "
-      "clock (clock_gettime around the chase)")
-    w("  node hops SLIT  on node   loads   topology ns   model ns   error   guest ns   error")
+      "clock (clock_gettime around the chase); then the same lines chased by index (p = a[p]) on the guest's clock")
+    w("  node hops SLIT  on node   loads   topology ns   model ns   error   guest ns   error   index ns   error")
     for c in chase:
         if c["model_ns"] is None:
             w(f"  {c['node']:>4} {c['hops']:>4} {c['slit']:>4}   (no phase record)")
@@ -108,7 +113,10 @@ def figures(con, run_id: int, r, params: dict, w) -> None:
         g = c["guest_ns"]
         w(f"  {c['node']:>4} {c['hops']:>4} {c['slit']:>4} {100 * c['on_node']:>7.0f} % {c['loads']:>8,} "
           f"{c['configured_ns']:>12.1f} {c['model_ns']:>10.1f} {c['error_pct']:>+7.2f} % "
-          + (f"{g:>9.1f} {100 * (g - c['configured_ns']) / c['configured_ns']:>+7.2f} %" if g else "        -"))
+          + (f"{g:>9.1f} {100 * (g - c['configured_ns']) / c['configured_ns']:>+7.2f} %" if g else "        -")
+          + (f" {c['index_guest_ns']:>9.1f} "
+             f"{100 * (c['index_guest_ns'] - c['configured_ns']) / c['configured_ns']:>+7.2f} %"
+             if c.get("index_guest_ns") else "          -"))
     run = con.execute("SELECT topology, topology_toml FROM runs WHERE id = ?", (run_id,)).fetchone()
     topo = topologies.parse(run["topology_toml"], Path(f"{run['topology']}.toml"))
     cc = c2c_rows(con, run_id, topo)

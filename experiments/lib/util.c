@@ -37,6 +37,22 @@ void *vl_node_alloc(size_t size, int node)
 	return p;
 }
 
+double vl_on_node(char *p, size_t size, int node)
+{
+	enum { N = 64 };
+	void *pages[N];
+	int status[N], hit = 0;
+	if (!vl_numa())
+		return 1.0;  /* one node: every page is on it */
+	for (int i = 0; i < N; i++)
+		pages[i] = p + (size / N) * i;
+	if (syscall(SYS_move_pages, 0, N, pages, NULL, status, 0))
+		return -1;
+	for (int i = 0; i < N; i++)
+		hit += status[i] == node;
+	return (double)hit / N;
+}
+
 int vl_far_node(int home, int *distance)
 {
 	char path[96];

@@ -203,6 +203,9 @@ int vl_pin(int cpu);  /* 0, or -1 with errno (sched_setaffinity) */
  * every page faulted in with memset, outside anyone's timed loop; NULL on
  * failure. */
 void *vl_node_alloc(size_t size, int node);
+/* The share of 64 pages sampled across p..p+size that are on node
+ * (move_pages, query mode); 1 on a machine of one node, -1 if it cannot tell. */
+double vl_on_node(char *p, size_t size, int node);
 /* The CPUs of node (its sysfs cpulist, "a-b,c"), at most max into out;
  * returns how many. */
 int vl_node_cpus(int node, int *out, int max);
