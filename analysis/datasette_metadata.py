@@ -20,7 +20,8 @@ TABLES = {
         "engine_version": "QEMU 10.0.2 and the hash of vmlab's patch series, or Debian's binary",
         "clock_model": "how guest time was kept: per-vCPU clocks, ps per instruction, quantum, stalls charged",
         "timing_mode": "timing model: off, fast (counts) or detailed (every access priced on the topology)",
-        "disk_model": "the disk model swap and data disks completed in (guest time), if any",
+        "disk_model": "the disk model swap and data disks completed in (guest time), if any; it ends 'the default: "
+                      "the topology names no disk model' when the topology named none (topologies/disks.py)",
         "limitations": "what this run does not model, stated per run",
         "run_key": "hash of what defines the run (pipeline/spec.py): studies skip a key already ok",
         "wall_s": "host wall seconds of the experiment (not guest time)",
@@ -71,6 +72,17 @@ TABLES = {
     "forkstorm_ticks": ("forkstorm: jobs done, swap and scanning sampled over the storm.", {}),
     "forkstorm_workers": ("forkstorm: jobs per worker process.", {}),
     "qsbench_procs": ("qsbench: each sorting process's times, faults and checksum.", {}),
+    "coreprobe": ("coreprobe: one core's instruction latencies and throughput, L1 and memory load latency, branch "
+                  "misprediction penalty, scalar sum bandwidth, null syscall, page fault and fork, on the guest "
+                  "clock (one row per test).",
+                  {"name": "the test (experiments/coreprobe/coreprobe.c lists them)",
+                   "iterations": "operations per timed pass", "reps": "timed passes after one warm-up pass",
+                   "ns_per_op": "guest ns per operation, best pass", "ns_mean": "guest ns per operation, mean "
+                   "of the passes", "cycles_per_op": "ns_per_op at the topology's clock",
+                   "gbps": "scalar_sum's GB/s (bytes / best pass)", "impl": "x86_64 asm, or c (portable "
+                   "fallback: Alpha)", "pinned": "1 if the probe ran pinned to its CPU",
+                   "on_node": "share of the buffer's sampled pages on the CPU's node",
+                   "skipped": "1 if the test could not run (note says why)"}),
     # the timing model (--timing fast|detailed)
     "timing_run": ("The timing model's settings for a run.", {}),
     "timing_cpu": ("Per CPU: instructions, modeled time and stalls, hits, misses, remote accesses, "
@@ -142,7 +154,8 @@ QUERIES = {
                     "FROM runs ORDER BY id DESC LIMIT 50"),
     "swap_and_kswapd": ("Swap and kswapd per run", "Pages swapped out and in, and kswapd CPU seconds.",
                         "SELECT r.id, r.topology, r.experiment, r.patch_set, "
-                        "(SELECT delta FROM v_vmstat_delta v WHERE v.run_id = r.id AND counter = 'pswpout') AS pswpout, "
+                        "(SELECT delta FROM v_vmstat_delta v WHERE v.run_id = r.id AND counter = 'pswpout') "
+                        "AS pswpout, "
                         "(SELECT delta FROM v_vmstat_delta v WHERE v.run_id = r.id AND counter = 'pswpin') AS pswpin, "
                         "(SELECT ROUND(SUM(a.cpu_s - b.cpu_s), 2) FROM kswapd a JOIN kswapd b ON a.run_id = b.run_id "
                         "AND a.node = b.node AND b.phase = 'before' WHERE a.run_id = r.id AND a.phase = 'after') "

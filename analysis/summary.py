@@ -34,7 +34,13 @@ def dumps(obj) -> str:
 
 
 def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "", data_dev: str = "",
-                stalls_on: bool = True, disk_modeled: bool = False, restored: bool = False, warmup_insns: int = 0) -> str:
+                stalls_on: bool = True, disk_modeled: bool = False, restored: bool = False, warmup_insns: int = 0,
+                vcpu_clocks: bool = True, disk_default: str = "") -> str:
+    """What the run does not model, from what it had: vcpu_clocks, our QEMU's
+    clocks (else upstream icount); disk_modeled, its disks complete in guest
+    time; disk_default, the model's name when the topology named none. A run
+    says it repeats only when it does: per-vCPU clocks and every disk it has
+    (a restored run reads its job from one) modeled."""
     out = [f"memory scaled: {topo.memory_mib} MiB per node stands for {topo.real_memory_gib:g} GiB "
            f"(scale 1/{round(1 / topo.scale)})"]
     if topo.guest_isa != topo.native_isa:
@@ -52,7 +58,8 @@ def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "", data_dev:
                    "nothing charged; then priced) and one slice (sample_regions, sample_estimates), so they "
                    "carry the clustering's and the warm-up's error, and the fast profile's history (its kernel's "
                    "work, idle time and lock contention, which a timed run changes: docs/sampling.md); elapsed "
-                   "is the regions' busy time per instruction plus the idle time the profile measured (x86 HLT; Alpha's is all per instruction); "
+                   "is the regions' busy time per instruction plus the idle time the profile measured (x86 HLT; "
+                   "Alpha's is all per instruction); "
                    "every checkpoint is checked against the profile (its vCPUs within 0.01 % of a slice of the "
                    "profile's; one restored from another that leaves the path is taken again from the snapshot "
                    "after boot: sampled.checkpoints_retaken); per-phase figures are not estimated")
@@ -62,26 +69,41 @@ def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "", data_dev:
             "the guest does not feel its latencies (reported beside the guest's figures)"
         out.append(f"timing model {timing}: {stalls}"
                    + (f"; model version {_model_version()}: {topo.core.describe()}; private L1D/L2, MESI "
-                      "directory, hops, queueing and bandwidth caps on controllers and links modeled; a load's "
-                      "dependence on a miss in flight is seen only through an 8-byte value it loaded (an address "
-                      "within 4 KiB of it); " + _translation(topo)
+                      "directory, hops, queueing and bandwidth caps on controllers and links modeled; "
+                      + _core(topo) + "; " + _translation(topo)
                       + "; " + _l3(topo) + "; rep string instructions count one instruction per iteration"
                       if timing == "detailed" else "; instruction counts and basic-block vectors only"))
-    if qemu_mode == "icount":
-        out.append("guest time = per-vCPU clocks (instructions at the topology clock, x86 PAUSE at its "
+    # the disks it has whose requests complete in host time
+    host_disks = [] if disk_modeled else [d for d, on in (
+        ("swap disk", swap_dev.startswith("/dev/")), ("data disk", bool(data_dev)),
+        ("job disk (a restored run reads its job from it)", restored)) if on]
+    which = ", ".join(host_disks[:-1]) + " and " + host_disks[-1] if len(host_disks) > 1 else "".join(host_disks)
+    unrepeatable = (f"; not repeatable: its {which} complete{'' if len(host_disks) > 1 else 's'} in host time "
+                    "(no disk model in effect), so two runs of the same inputs can differ from its first disk "
+                    "request on, and disk latency is not modeled" if host_disks else "")
+    if qemu_mode == "icount" and not vcpu_clocks:
+        out.append("guest time = upstream icount (Debian's QEMU): one instruction counter for every vCPU, "
+                   "1 instruction = 1 ns; not repeatable: host kicks decide where a woken vCPU starts and QEMU "
+                   "sizes its TLBs by host time (our series' patches 0010 and 0006 are not in it)"
+                   + unrepeatable.replace("; not repeatable:", ";", 1))
+    elif qemu_mode == "icount":
+        per = ("instructions at the core's best case, " + str(topo.core.width) + " a cycle, the core model charging "
+               "the rest" if timing == "detailed" and stalls_on and topo.core.model == "out-of-order"
+               else "instructions at the topology clock, 1 per cycle")
+        out.append(f"guest time = per-vCPU clocks ({per}, x86 PAUSE at its "
                    "latency, + stalls), interleaved in a quantum; a plain store by one vCPU can be seen by "
                    "another up to a quantum late"
-                   + ("; swap disk I/O completes in host time, so the run repeats only up to disk timing, "
-                      "and disk latency is not modeled" if swap_dev.startswith("/dev/") and not disk_modeled
-                      else "; deterministic: the same inputs give the same console and clocks, host kicks "
-                           "included (series patch 0010)"))
+                   + (unrepeatable or "; deterministic: the same inputs give the same console and clocks, host "
+                      "kicks included (series patch 0010)"))
     else:
         out.append("guest time follows the host clock (MTTCG): not repeatable")
     if data_dev and not disk_modeled:
         out.append("data disk (ext2 on virtio-blk): its I/O completes in host time and its latency is not "
                    "modeled, so IO durations are TCG's, not a disk's")
-    if disk_modeled and (data_dev or swap_dev.startswith("/dev/")):
-        out.append("disks complete at a modeled guest time (latency + bytes at the model's rate, FIFO per "
+    if disk_modeled and (data_dev or swap_dev.startswith("/dev/") or restored):
+        out.append((f"default disk model {disk_default} (the topology names none; topologies/disks.py picks it "
+                    "by the machine's native ISA); " if disk_default else "")
+                   + "disks complete at a modeled guest time (latency + bytes at the model's rate, FIFO per "
                    "server): no seek distance, caching or request reordering inside the disk")
     if restored:
         out.append("restored from the machine's snapshot after boot (its key in snapshot_key): the guest "
@@ -91,8 +113,23 @@ def limitations(topo, qemu_mode: str, timing: str, swap_dev: str = "", data_dev:
                                                 else " and the timing model's caches cold" if timing != "off"
                                                 else "")
                    + "; its memory (page cache, slab, free pages) is what the snapshot boot left, so its "
-                   "figures differ from a booted run's, not its repeatability")
+                   "figures differ from a booted run's" + ("" if host_disks else ", not its repeatability"))
     return "; ".join(out)
+
+
+def _core(topo) -> str:
+    """What the model's core executes (model version 4, timing/model_exec.c)."""
+    c = topo.core
+    if c.model != "out-of-order":
+        return "a blocking core: every instruction one cycle, every miss stalls its full latency"
+    if topo.guest_isa not in ("x86_64", "alpha"):
+        return "no decoder for this guest: instructions one per cycle"
+    return (f"the core executes the instructions: register dataflow (flags included), {c.width}-wide dispatch "
+            f"into its window, per-class latencies and execution units, a {c.predictor} branch predictor with a "
+            f"{c.mispredict_cycles}-cycle penalty, store-to-load forwarding; not modeled: macro-fusion, "
+            "partial-register merges, micro-op splits, the decoded-op cache; an instruction the decoder does "
+            "not know costs one ALU cycle (counted: timing_cpu.unknown_insns); a block cut short by an "
+            "exception or interrupt is priced whole")
 
 
 def _translation(topo) -> str:
@@ -179,7 +216,8 @@ class LiveProgress:
     def record(self, r):
         if r.type == "machine" and not self.booted:
             self.booted = True
-            msg = f"guest up: {len(r.body.get('nodes', []))} nodes, CPUs {r.body.get('cpus_online')}, {r.body.get('release')}"
+            msg = (f"guest up: {len(r.body.get('nodes', []))} nodes, CPUs {r.body.get('cpus_online')}, "
+                   f"{r.body.get('release')}")
             if self.progress:
                 self.progress.console.print(msg)
                 self.progress.update(self.task, description=self.label, total=self.total, completed=0)
@@ -308,15 +346,16 @@ def _nodes(con, run_id, r, params, w):
     for n in nodes:
         used = [mem.get((ph, n, "MemUsed")) for ph in phases]
         c = na.get(n, {})
-        moved = (max(abs((u or 0) - (used[0] or 0)) for u in used) > 1024 or ks.get(n, 0) > 0 or c.get("numa_miss", 0) > 0
-                 or c.get("nr_vmscan_write", 0) > 0 or (n in minfree and (mem.get(("before", n, "MemTotal")) or 0)
-                                         - (used[0] or 0) - minfree[n] > 1024))
+        moved = (max(abs((u or 0) - (used[0] or 0)) for u in used) > 1024 or ks.get(n, 0) > 0
+                 or c.get("numa_miss", 0) > 0 or c.get("nr_vmscan_write", 0) > 0
+                 or (n in minfree and (mem.get(("before", n, "MemTotal")) or 0) - (used[0] or 0) - minfree[n] > 1024))
         if not moved and len(nodes) > 12:
             quiet.append(n)
             continue
         w(f"  {n:>4} {hops.get(n, ''):>4} {_mib(mem.get(('before', n, 'MemTotal'))):>6} "
           + "".join(f"{_mib(u):>7} " for u in used) + f"{_mib(minfree.get(n)):>8} {c.get('numa_hit', 0):>9} "
-          f"{c.get('numa_miss', 0):>7} {c.get('numa_foreign', 0):>7} {c.get('nr_vmscan_write', 0):>7} {ks.get(n, 0):>8.2f}")
+          f"{c.get('numa_miss', 0):>7} {c.get('numa_foreign', 0):>7} {c.get('nr_vmscan_write', 0):>7} "
+          f"{ks.get(n, 0):>8.2f}")
     if quiet:
         w(f"  {len(quiet)} other nodes changed by less than 1 MiB, no kswapd time, no numa_miss, nothing written out: "
           f"{_ranges(quiet)}")

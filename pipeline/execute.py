@@ -24,17 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import experiments
+import timing
 import topologies
 from build import wrapper
 from images import kernel
-from pipeline import engines
-from pipeline import sampled
+from pipeline import engines, sampled
 from pipeline.spec import InputError, RunSpec, run_key
-import timing
 from topologies import disks
 
 REPO = Path(__file__).resolve().parent.parent
-MAX_TIMEOUT_S = 1e7
 
 
 # A build that failed (status 1), or bad input the build found (status 2: a patch that does not apply)
@@ -70,7 +68,7 @@ def prepare(spec: RunSpec) -> Prepared:
         quantum = engine.check(spec)
         for name in ("timeout", "boot_timeout"):
             v = getattr(spec, name)
-            if v is not None and not 0 < v < MAX_TIMEOUT_S:
+            if v is not None and not 0 < v < experiments.MAX_TIMEOUT_S:
                 raise engines.EngineError(f"--{name.replace('_', '-')}: expected a positive number of seconds, "
                                        f"got {v:g}")
         disk_model = None
@@ -163,7 +161,14 @@ def limitations(prep: Prepared) -> str:
     spec, restored = prep.spec, prep.start == "restored"
     return summary.limitations(prep.topo, spec.qemu_mode, spec.timing, *guest_disks(prep.plan, prep.topo, restored),
                                stalls_charged(spec), disk_modeled=prep.disk_model is not None, restored=restored,
-                               warmup_insns=spec.warmup_insns)
+                               warmup_insns=spec.warmup_insns, vcpu_clocks=prep.engine.ours,
+                               disk_default=disk_default(prep))
+
+
+def disk_default(prep: Prepared) -> str:
+    """The disk model in effect because the topology names none and no --disk
+    does (topologies/disks.py: the default for its native ISA), else ''."""
+    return prep.disk_model.name if prep.disk_model and not prep.spec.disk and prep.topo.disk_default else ""
 
 
 def cache_dir() -> Path:
@@ -320,9 +325,11 @@ def execute(prep: Prepared, built, con, dbpath: Path, runs_dir: Path | None = No
         initramfs_sha256=hashlib.sha256(userland).hexdigest(), engine=prep.engine.kind, engine_version=inv.label,
         qemu_mode=spec.qemu_mode, timing_mode=spec.timing, seed=spec.seed,
         clock_model=inv.clock_model, quantum_ns=inv.quantum_ns,
-        disk_model=prep.disk_model.label() if prep.disk_model and (swap_img or data_img) else None,
-        timing_plugin=(f"vmlab_timing model {timing.MODEL_VERSION} sha256 {initramfs.sha256(built.plugin)[:12]}, built against "
-                       f"{inv.label}" if built.plugin else None),
+        disk_model=(prep.disk_model.label() + ("; the default: the topology names no disk model"
+                                               if disk_default(prep) else "")
+                    if prep.disk_model and (swap_img or data_img) else None),
+        timing_plugin=(f"vmlab_timing model {timing.MODEL_VERSION} sha256 {initramfs.sha256(built.plugin)[:12]}, "
+                       f"built against {inv.label}" if built.plugin else None),
         command_line=" ".join(shlex.quote(str(c)) for c in inv.cmd), log_path=str(console),
         limitations=limitations(prep),
         run_key=prep.key, start=prep.start, snapshot_key=skey,
@@ -413,8 +420,10 @@ class SampledContext:
     def cmd(self, state_dir: Path, images, conf_text: str, conf_path: Path) -> list[str]:
         conf_path.write_text(conf_text)
         p = self.prep
+        # a region's detailed slices charge the core's stalls: the engine runs at the core's best case
         return p.engine.restore_invocation(self.spec, p.topo, self.built, cache_dir(), state_dir, images,
-                                           (self.built.plugin, conf_path), p.disk_model, False).cmd
+                                           (self.built.plugin, conf_path), p.disk_model,
+                                           "plugin.stalls on" in conf_text.splitlines()).cmd
 
     def disks(self, d: Path) -> tuple[Path, Path, Path]:
         fixed = self.prep.engine.snapshot_disks(self.prep.topo)

@@ -168,8 +168,7 @@ def _columns(con, name: str) -> list[tuple[str, str, str]]:
 
 
 def schema_page() -> str:
-    from analysis import datasette_metadata as meta
-    from analysis import db
+    from analysis import datasette_metadata as meta, db
     with tempfile.TemporaryDirectory(prefix="vmlab-reference-") as d:
         con = db.connect(Path(d) / "results.db")
         kinds = dict((name, kind) for kind, name in db.tables(con))
@@ -209,8 +208,12 @@ def schema_page() -> str:
 # default run, then one change at a time.
 OPTION_CASES = (
     [], ["--boot"], ["--timing", "fast"], ["--timing", "detailed"], ["--timing", "detailed", "--no-stalls"],
-    ["--timing", "detailed", "--warmup-insns", "50000000"], ["--timing", "detailed", "--boot"], ["--disk", "host"], ["--param", "swap=zram"], ["--param", "swap=none"],
+    ["--timing", "detailed", "--warmup-insns", "50000000"], ["--timing", "detailed", "--boot"], ["--disk", "host"],
+    ["--param", "swap=zram"], ["--param", "swap=none"],
     ["--exp", "kvio"], ["--exp", "kvio", "--disk", "host"], ["--qemu-mode", "mttcg"], ["--engine", "debian"],
+    ["--disk", "host", "--param", "swap=zram"],
+    # a machine written without [disk]: the default model, or host-timed disks when asked
+    ["--topology", "tests/data/ring6-custom.toml"], ["--topology", "tests/data/ring6-custom.toml", "--disk", "host"],
 )
 
 
@@ -219,6 +222,8 @@ def _limitations(argv: list[str]) -> tuple[str, str]:
     the front door prepares it."""
     from pipeline import execute
     run = front_door()
+    # a topology file named by its path in the checkout, wherever this runs
+    argv = [str(REPO / a) if a.endswith(".toml") and not Path(a).is_absolute() else a for a in argv]
     args = run.run_parser().parse_args(argv)
     prep = execute.prepare(run.spec_from_args(args, args.kernel))
     start = prep.start + (f" ({prep.boot_reason})" if prep.boot_reason else "")
@@ -262,7 +267,8 @@ def metrics_page() -> str:
            "a name stands for a level, a test or a lock.", ""]
     for name in experiments.available():
         exp = experiments.load(name)
-        out += [f"## {name}", "", "| figure | unit | better | repeats | headline | meaning |", "|---|---|---|---|---|---|"]
+        out += [f"## {name}", "", "| figure | unit | better | repeats | headline | meaning |",
+                "|---|---|---|---|---|---|"]
         out += [f"| `{m.pattern}` | {_md(m.unit) or '-'} | {m.better} | {m.aggregate} | {'yes' if m.headline else ''} "
                 f"| {_md(m.help)} |" for m in exp.metrics]
         out.append("")

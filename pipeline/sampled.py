@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from engine.snapshot import STATE, SnapshotError
-from pipeline.spec import InputError
+from pipeline.spec import InputError, RunSpec
 
 MAX_K = 100
 MAX_WARMUP = 100
@@ -44,15 +44,18 @@ class SamplingError(RuntimeError):
 
 def add_options(p) -> None:
     """A sampled run's own options, on `./run.py` and `./run.py sample-check` alike."""
-    p.add_argument("--sample-max-k", type=int, default=10, metavar="K",
-                   help="--timing sampled: at most K simulation points (SimPoint's maxK; default 10)")
-    p.add_argument("--sample-warmup", type=int, default=1, metavar="SLICES",
-                   help="--timing sampled: slices run detailed before each point to warm the model (default 1)")
-    p.add_argument("--sample-functional", type=int, default=0, metavar="SLICES",
+    d = RunSpec  # each default is RunSpec's, written there only
+    p.add_argument("--sample-max-k", type=int, default=d.sample_max_k, metavar="K",
+                   help=f"--timing sampled: at most K simulation points (SimPoint's maxK; default {d.sample_max_k}; "
+                        "at most one per two full slices of the profile: a short run gets fewer, and says so)")
+    p.add_argument("--sample-warmup", type=int, default=d.sample_warmup, metavar="SLICES",
+                   help="--timing sampled: slices run detailed before each point to warm the model "
+                        f"(default {d.sample_warmup})")
+    p.add_argument("--sample-functional", type=int, default=d.sample_functional, metavar="SLICES",
                    help="--timing sampled: slices before the detailed warm-up in which the model only warms "
-                        "(caches, TLBs, directory, streams), charging nothing (default 0)")
-    p.add_argument("--sample-workers", type=int, default=2, metavar="N",
-                   help="--timing sampled: regions run at once (default 2)")
+                        f"(caches, TLBs, directory, streams), charging nothing (default {d.sample_functional})")
+    p.add_argument("--sample-workers", type=int, default=d.sample_workers, metavar="N",
+                   help=f"--timing sampled: regions run at once (default {d.sample_workers})")
 
 
 def spec_options(a) -> dict:
@@ -80,9 +83,9 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
     """Steps 2-5 for the profile run `run_id` (just stored, ok). ctx: what
     execute knows of the run (see execute.SampledContext). Returns the run's
     status: a failure is recorded on the run with its reason."""
+    import timing
     from analysis import sampling, simpoint
     from engine import regions
-    import timing
     spec = ctx.spec
     t0 = time.monotonic()
     work = rdir / "regions"
@@ -91,24 +94,21 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
         rows = simpoint.read_slices(rdir / "bbv.global.slices")
         if len(rows) != vec.n:
             raise SamplingError(f"{rdir / 'bbv.global.slices'}: {len(rows)} slices for {vec.n} vectors")
-        if spec.sample_warmup + spec.sample_functional >= vec.n:
-            what = f"--sample-warmup {spec.sample_warmup}" + (
-                f" and --sample-functional {spec.sample_functional}" if spec.sample_functional else "")
-            raise SamplingError(f"{what}: as long as the run, which is {vec.n} slices")
         # The run's last slice is partial (its end): clustered, it can become a
         # point standing for full slices with the rates of the guest's exit
         # (latprobe: a 127 K-instruction tail picked for 5 of 18 slices). It
         # stays out; its instructions are priced at the others' rates.
-        if vec.n > 1 and rows[-1]["insns"] < spec.slice_insns:
-            vec = vec.first(vec.n - 1)
-        if spec.sample_max_k > vec.n:
-            raise SamplingError(f"--sample-max-k {spec.sample_max_k}: above the profile's {vec.n} full slices of "
-                                f"{spec.slice_insns} instructions (a smaller --slice-insns gives more)")
+        partial = rows[-1]["insns"] < spec.slice_insns
+        full = vec.n - 1 if vec.n > 1 and partial else vec.n
+        max_k, warmup, functional, chosen = fit(spec, vec.n, full, partial)
+        if chosen:  # a short run: what fits it, said here and in the run's limitations
+            print(f"sampled: {chosen}", flush=True)
+        vec = vec.first(full) if full < vec.n else vec
         topo = ctx.prep.topo
         lat = [topo.latency_at_hops(h) for h in range(topo.max_hops() + 1)]
-        picks = simpoint.cluster(vec, spec.sample_max_k, seed=1, extra=simpoint.mem_features(rows[:vec.n], lat))
+        picks = simpoint.cluster(vec, max_k, seed=1, extra=simpoint.mem_features(rows[:vec.n], lat))
         points = [(c, p, w) for c, (p, w) in enumerate(zip(picks.points, picks.weights)) if p >= 0]
-        warm = spec.sample_warmup + spec.sample_functional
+        warm = warmup + functional
         start = {p: checkpoint_boundary(rows, max(0, p - warm), spec.slice_insns) for _c, p, _w in points}
         bounds = sorted(set(start.values()) - {0})
         print(f"sampled: {vec.n} slices, k = {picks.k}: points "
@@ -144,7 +144,7 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
             d = work / f"region-{c}"
             # functional: what comes before the priced warm-up, as much as there is room for (a checkpoint
             # moved earlier for a busy disk lengthens the priced part); without stalls nothing is charged anyway
-            func = 0 if spec.no_stalls else min(spec.sample_functional, max(0, p - b - spec.sample_warmup))
+            func = 0 if spec.no_stalls else min(functional, max(0, p - b - warmup))
             wall = _machine(ctx, work, b, d.name, "detailed", p - b + 1,
                             lambda cmd, d: regions.region(cmd, d, ctx.timeout_s), warmup=p - b,
                             late=meta[b]["late_insns"], end=True, functional=func)
@@ -180,16 +180,48 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
         for st in [*work.glob("ckpt-*/*.img"), *work.glob(f"ckpt-*/{STATE}")]:  # RAM and disks; meta.json stays
             st.unlink()
     est = sampling.estimate([r for r, _ in done], sampling.profile_insns(rows), sampling.profile_idle(rows))
-    store(con, run_id, spec.sample_max_k, picks, [row for _, row in done], est,
+    store(con, run_id, max_k, picks, [row for _, row in done], est,
           {"checkpoint_wall_s": ckpt_s, "regions_wall_s": regions_s, "sampling_wall_s": time.monotonic() - t0,
            "profile_insns": sum(r["insns"] + r["spin_insns"] for r in rows),
            "detailed_insns": sum(row["detailed_insns"] for _, row in done),
            "functional_insns": sum(row["functional_insns"] for _, row in done),
            "path_dev_insns": max((x.get("path_dev", 0) for x in meta.values()), default=0),
-           "checkpoints_retaken": retaken})
+           "checkpoints_retaken": retaken}, chosen)
     print(f"sampled: {len(done)} regions; elapsed {est['elapsed_ps'] / 1e9:.3f} ms estimated "
           f"({time.monotonic() - t0:.0f} s: checkpoints {ckpt_s:.0f} s, regions {regions_s:.0f} s)", flush=True)
     return "ok"
+
+
+def fit(spec, slices: int, full: int, partial: bool = True) -> tuple[int, int, int, str]:
+    """(max k, warm-up, functional warm-up, what was chosen or '') for a
+    profile of `slices` slices, the `full` first of them clustered (partial:
+    the last is not whole, and is left out unless it is the only one): a
+    short run gets what fits it instead of failing after its profile.
+    At most one point per two full slices (SimPoint's maxK is a bound): with
+    k = the slices every slice is its own centroid, a perfect fit the BIC
+    always takes, and every slice would run detailed. Warm-ups end before
+    the run's last slice (the functional part cut first). Shorter slices
+    would need the run profiled again: it names `--slice-insns` instead."""
+    fits = max(1, full // 2)
+    max_k, warmup, functional = min(spec.sample_max_k, fits), spec.sample_warmup, spec.sample_functional
+    said = []
+    n = lambda k, what: f"{k} {what}{'' if k == 1 else 's'}"
+    if max_k < spec.sample_max_k:
+        has = (f"the whole run is shorter than one slice of {spec.slice_insns:,} instructions"
+               if partial and slices == 1 else
+               f"one per two of the profile's {n(full, 'full slice' if partial else 'slice')} of "
+               f"{spec.slice_insns:,} instructions")
+        said.append(f"at most {n(max_k, 'point')}, not {spec.sample_max_k} (--sample-max-k): {has} (a smaller "
+                    "--slice-insns gives more)")
+    if warmup + functional >= slices:
+        functional = min(functional, max(0, slices - 1 - warmup))
+        warmup = min(warmup, slices - 1 - functional)
+        said.append(f"a warm-up of {n(warmup, 'slice')}" + (f" after {functional} functional" if spec.sample_functional
+                                                          else "")
+                    + f", not {spec.sample_warmup}" + (f" after {spec.sample_functional}" if spec.sample_functional
+                                                       else "")
+                    + f" (--sample-warmup): the run is {n(slices, 'slice')}")
+    return max_k, warmup, functional, ("a short run: " + "; ".join(said) if said else "")
 
 
 def _give_up(con, run_id: int, status: str, reason: str) -> str:
@@ -211,8 +243,8 @@ def _checkpoint(ctx, work: Path, rows: list[dict], meta: dict[int, dict], prev: 
     at `prev` (0: the snapshot after boot) in work/name, and checked against
     the profile (on_path). Returns its meta, with every vCPU's instructions
     from the profile's start and the deviation."""
-    from engine import regions
     from analysis import simpoint
+    from engine import regions
     m = _machine(ctx, work, prev, name, "fast", b - prev,
                  lambda cmd, d: regions.checkpoint(cmd, d, work / f"ckpt-{b}", ctx.timeout_s),
                  late=meta[prev]["late_insns"])
@@ -301,11 +333,16 @@ def _machine(ctx, work: Path, boundary: int, name: str, mode: str, stop_after: i
 
 
 def store(con, run_id: int, max_k: int, picks, region_rows: list[dict], est: dict[str, float],
-          costs: dict[str, float]) -> None:
+          costs: dict[str, float], chosen: str = "") -> None:
+    """max_k: the one the run used; chosen: what a short run chose to fit it
+    (fit), added to the run row's limitations."""
     from analysis import simpoint
     from analysis.rows import insert
     with con:  # all of it or none
         simpoint.store_picks(con, run_id, "global", max_k, 1, picks)
+        if chosen:
+            con.execute("UPDATE runs SET limitations = limitations || ? WHERE id = ?",
+                        (f"; sampling chose what fits {chosen}", run_id))
         insert(con, "sample_regions", region_rows)
         insert(con, "sample_estimates", [{"run_id": run_id, "figure": k, "estimated": v} for k, v in est.items()])
         insert(con, "metrics", [{"run_id": run_id, "name": f"sampled.{k}", "value": v,

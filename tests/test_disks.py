@@ -75,3 +75,57 @@ def test_a_model_without_rotational_is_refused(tmp_path):
     f.write_text(disks.FILE.read_text().replace("rotational = false\n", "", 1))
     with pytest.raises(disks.DiskError, match="ssd-980pro.rotational"):
         disks.load_all(f)
+
+
+RING6 = Path(__file__).resolve().parent / "data" / "ring6-custom.toml"
+
+
+def test_a_topology_without_a_disk_gets_its_native_isas_default(tmp_path):
+    """A machine written for a run (no [disk]) must not fall back to
+    host-timed disks: those do not repeat. x86 machines get the model every
+    shipped x86 shape names, Alpha machines the GS1280 shapes' one."""
+    assert "[disk]" not in RING6.read_text()
+    t = T.load(str(RING6))
+    assert t.disk == "ssd-980pro" and t.disk_default
+    f = tmp_path / "alpha.toml"
+    f.write_text(T.load("gs1280-8").text.replace('[disk]\nmodel = "cheetah-15k4"', ""))
+    a = T.load(str(f))
+    assert "[disk]" not in a.text and a.disk == "cheetah-15k4" and a.disk_default
+    assert not T.load("gs1280-8").disk_default and not T.load("x86-2s").disk_default
+    assert all(disks.default_for(isa) in disks.load_all() for isa in T.GUEST_ISAS)
+
+
+def _prepared(**kw):
+    from pipeline import execute
+    from pipeline.spec import RunSpec
+    prep = execute.prepare(RunSpec(topology=str(RING6), **kw))
+    return prep, execute.limitations(prep)
+
+
+def test_the_default_disk_is_the_runs_and_its_limitations_say_so():
+    prep, text = _prepared()
+    from pipeline.execute import disk_default
+    assert prep.start == "restored" and prep.disk_model.name == "ssd-980pro" and disk_default(prep) == "ssd-980pro"
+    assert "deterministic: the same inputs give the same console" in text and "not repeatable" not in text
+    assert "default disk model ssd-980pro (the topology names none" in text
+    # named on the command line, it is not the default
+    prep, text = _prepared(disk="cheetah-15k4")
+    assert prep.disk_model.name == "cheetah-15k4" and "default disk model" not in text and "deterministic" in text
+
+
+@pytest.mark.parametrize("params", [(), (("swap", "zram"),), (("swap", "none"),)])
+def test_host_timed_disks_when_asked_and_the_run_then_says_it_does_not_repeat(params):
+    """--disk host: no model; a restored run reads its job from a host-timed
+    disk even without swap on one, so none of them may claim determinism."""
+    prep, text = _prepared(disk="host", params=params)
+    assert prep.disk_model is None and prep.start == "restored"
+    assert "deterministic" not in text and "not repeatable: its " in text and "job disk" in text
+    assert "default disk model" not in text and "not its repeatability" not in text
+    assert ("swap disk" in text) == (not params)
+
+
+def test_a_booted_run_without_disks_repeats_whatever_the_disk_and_debians_never_does():
+    _, text = _prepared(disk="host", boot=True, params=(("swap", "none"),))
+    assert "deterministic" in text and "not repeatable" not in text
+    _, text = _prepared(engine="debian", params=(("swap", "none"),))
+    assert "upstream icount" in text and "not repeatable" in text and "deterministic" not in text

@@ -137,3 +137,30 @@ def test_a_functional_warm_up_runs_the_guest_as_the_profile_did(vmlab_env, tmp_p
         assert rows[x["point"] - b]["machine_ps"] > prof[x["point"]]["machine_ps"]
     m = dict(c.execute("SELECT name, value FROM metrics WHERE name LIKE 'sampled.%'").fetchall())
     assert m["sampled.functional_insns"] == sum(x["functional_insns"] for x in regions) > 0
+
+
+@pytest.mark.parametrize("slices", [[], ["--slice-insns", "10000000"]], ids=["one-slice", "six-slices"])
+def test_its_defaults_on_a_short_run_choose_what_fits(vmlab_env, tmp_path, slices):
+    """--timing sampled with its defaults (at most 10 points, one slice of
+    warm-up) on a run of few slices: under one 100 M-instruction slice (every
+    default), or six of 10 M: it chooses fewer points and the warm-up that
+    fits, says so, and completes (it failed after its profile: "--sample-max-k
+    10: above the profile's 4 full slices")."""
+    r = vmlab(vmlab_env, tmp_path, "-t", TOPO, "-e", "memeater", "-p", "chunks=2,cycles=2,chunk_frac=0.25,swap=none",
+              "--timing", "sampled", *slices)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    c = db(tmp_path)
+    run = c.execute("SELECT * FROM runs").fetchone()
+    assert run["status"] == "ok" and run["timing_mode"] == "sampled"
+    size = int(slices[1]) if slices else 100_000_000
+    prof = simpoint.read_slices(Path(run["log_path"]).parent / "bbv.global.slices")
+    full = len(prof) - 1 if len(prof) > 1 and prof[-1]["insns"] < size else len(prof)
+    k = max(1, full // 2)  # a point per two full slices at most (sampled.fit)
+    assert k < 10, "a short run: fewer points fit than the default max k"
+    assert f"sampled: a short run: at most {k} point" in r.stdout
+    assert "sampling chose what fits a short run: at most" in run["limitations"]
+    assert {x[0] for x in c.execute("SELECT max_k FROM simpoint_picks WHERE run_id = ?", (run["id"],))} == {k}
+    regions = c.execute("SELECT * FROM sample_regions WHERE run_id = ?", (run["id"],)).fetchall()
+    assert 1 <= len(regions) <= k and all(x["elapsed_ps"] > 0 for x in regions)
+    assert c.execute("SELECT estimated FROM sample_estimates WHERE run_id = ? AND figure = 'elapsed_ps'",
+                     (run["id"],)).fetchone()[0] > 0

@@ -192,3 +192,22 @@ def test_a_checkpoint_goes_back_to_the_latest_boundary_the_machine_could_be_save
     assert sampled.checkpoint_boundary(rows, 3, 10000) == 2
     assert sampled.checkpoint_boundary([{"point_late": -1}] * 3, 2, 10000) == 0  # the snapshot after boot
     assert sampled.checkpoint_boundary([{"point_late": None}] * 3, 2, 10000) == 2  # a profile without the column
+
+
+def test_a_short_run_gets_what_fits_it_and_says_so():
+    """--timing sampled with its defaults on a run of few slices: at most a
+    point per two full slices (k = the slices is a perfect fit the BIC always
+    takes: every slice detailed), warm-ups that end before its last slice,
+    and a sentence saying so (printed and added to the row's limitations)."""
+    spec = RunSpec(timing="sampled")  # max k 10, one slice of warm-up
+    assert sampled.fit(spec, 50, 49) == (10, 1, 0, "")
+    k, warm, func, said = sampled.fit(spec, 5, 4)  # the issue's: 4 full slices and the partial last
+    assert (k, warm, func) == (2, 1, 0) and "at most 2 points, not 10 (--sample-max-k)" in said
+    assert "one per two of the profile's 4 full slices of 100,000,000 instructions" in said and "warm-up" not in said
+    assert sampled.fit(spec, 19, 19, partial=False)[:3] == (9, 1, 0)
+    assert sampled.fit(RunSpec(timing="sampled", sample_max_k=3), 8, 7) == (3, 1, 0, "")
+    k, warm, func, said = sampled.fit(spec, 1, 1)  # shorter than one slice
+    assert (k, warm, func) == (1, 0, 0) and "at most 1 point, not 10" in said and "shorter than one slice" in said
+    assert "a warm-up of 0 slices, not 1 (--sample-warmup): the run is 1 slice" in said
+    k, warm, func, said = sampled.fit(RunSpec(timing="sampled", sample_warmup=2, sample_functional=5), 4, 3)
+    assert (k, warm, func) == (1, 2, 1) and "a warm-up of 2 slices after 1 functional, not 2 after 5" in said

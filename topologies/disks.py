@@ -12,6 +12,21 @@ FILE = Path(__file__).resolve().parent / "disks.toml"
 MAX_NS = 10**10          # 10 s per request: past that it is a typo
 MAX_MBPS = 10**6
 
+# The model of a topology that names none (no [disk] model: a machine written
+# for a run, `--topology path/to/yours.toml`), by the era of its native ISA:
+# the one every shipped machine of that ISA names. Alpha machines (the EV7
+# GS1280 shapes, the ES clipper: 2003-2005) get the 2005 SCSI disk, every
+# other (the x86 shapes: current Xeons) the current NVMe SSD. Without a model
+# its disks would be host-timed and two runs of the same inputs would differ
+# (a restored run reads its job from a disk); `--disk host` still asks for that.
+DEFAULT_BY_NATIVE_ISA = {"alpha": "cheetah-15k4"}
+DEFAULT = "ssd-980pro"
+
+
+def default_for(native_isa: str) -> str:
+    """The disk model of a topology without one (see DEFAULT_BY_NATIVE_ISA)."""
+    return DEFAULT_BY_NATIVE_ISA.get(native_isa, DEFAULT)
+
 
 class DiskError(ValueError):
     pass

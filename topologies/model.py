@@ -7,8 +7,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from topologies import core as core_mod
-from topologies import tlb as tlb_mod
+from topologies import core as core_mod, tlb as tlb_mod
 
 
 def slit_distance(local_ns: float, latency_ns: float) -> float:
@@ -50,14 +49,15 @@ class Topology:
     notes: str = ""
     hops: list[list[int]] = field(default_factory=list)
     disk: str = ""           # a model in topologies/disks.toml for swap and data disks
+    disk_default: bool = False  # the file names none: `disk` is disks.default_for(native_isa)
     # Guest cycles a spin-wait hint (x86 PAUSE) takes: every kernel spin loop
     # runs one per turn, so it sets how fast a waiter spins. 1 = an ordinary
     # instruction (a CPU without such a hint, as the Alpha EV7).
     pause_cycles: int = 1
     # The core's miss parallelism, store buffer and streamer (topologies/core.py).
-    core: "core_mod.Core" = None
+    core: core_mod.Core = None
     # TLBs, paging-structure caches and walkers (topologies/tlb.py).
-    tlb: "tlb_mod.Tlb" = None
+    tlb: tlb_mod.Tlb = None
     # [caches.l3] c2c_latency_ns: a line moved between two L2s of one socket through its L3
     socket_c2c_ns: float = 0.0
 

@@ -8,11 +8,18 @@ import math
 import tomllib
 from pathlib import Path
 
-from topologies import core as core_mod
-from topologies import tlb as tlb_mod
+from topologies import core as core_mod, disks, tlb as tlb_mod
 from topologies.errors import TopologyError
-from topologies.limits import (GUEST_ISAS, MAX_CLOCK_GHZ, MAX_TORUS_DIMS, MIN_CLOCK_GHZ, QEMU_MAX_CYCLE_PS,
-                               QEMU_MAX_PAUSE_CYCLES, check_counts, check_distances)
+from topologies.limits import (
+    GUEST_ISAS,
+    MAX_CLOCK_GHZ,
+    MAX_TORUS_DIMS,
+    MIN_CLOCK_GHZ,
+    QEMU_MAX_CYCLE_PS,
+    QEMU_MAX_PAUSE_CYCLES,
+    check_counts,
+    check_distances,
+)
 from topologies.model import Cache, Topology
 from topologies.routes import socket_hops, torus_hops
 
@@ -74,7 +81,8 @@ def parse(text: str, path: Path) -> Topology:
     check_counts(path, guest_isa, count, cpn)  # before anything grows with them
     mem = r.get("nodes.memory_mib", int, check=lambda v: v >= 16,
                 expected="an integer >= 16 (MiB per node; Linux needs room for its own structures)")
-    real = r.get("nodes.real_memory_gib", NUM, check=pos, expected="a positive number (GiB per node on the real machine)")
+    real = r.get("nodes.real_memory_gib", NUM, check=pos,
+                 expected="a positive number (GiB per node on the real machine)")
     native_isa = r.get("native_isa", str)
     kind = r.get("interconnect.kind", str, check=lambda v: v in ("torus", "sockets"), expected="'torus' or 'sockets'")
     dims: tuple[int, ...] = ()
@@ -87,7 +95,8 @@ def parse(text: str, path: Path) -> Topology:
         dims = tuple(d)  # a few factors of at most `count` each: their product is cheap
         if math.prod(dims) != count:
             raise TopologyError(path, "interconnect.dims",
-                                f"dimensions whose product equals nodes.count = {count}, got {list(dims)} (= {math.prod(dims)})")
+                                f"dimensions whose product equals nodes.count = {count}, "
+                                f"got {list(dims)} (= {math.prod(dims)})")
         hops = torus_hops(dims)
     else:
         raw = r.get("interconnect.links", list, expected="a list of [a, b] socket pairs")
@@ -96,12 +105,13 @@ def parse(text: str, path: Path) -> Topology:
                                 f"at most {count * (count - 1) // 2} links for {count} sockets (one per pair), "
                                 f"got {len(raw)}")
         seen = []
-        for k, l in enumerate(raw):
-            if not (isinstance(l, list) and len(l) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in l)
-                    and all(0 <= x < count for x in l) and l[0] != l[1]):
+        for k, link in enumerate(raw):
+            if not (isinstance(link, list) and len(link) == 2
+                    and all(isinstance(x, int) and not isinstance(x, bool) for x in link)
+                    and all(0 <= x < count for x in link) and link[0] != link[1]):
                 raise TopologyError(path, f"interconnect.links[{k}]",
-                                    f"a pair of distinct socket numbers in 0..{count - 1}, got {_short(l)}")
-            seen.append((min(l), max(l)))
+                                    f"a pair of distinct socket numbers in 0..{count - 1}, got {_short(link)}")
+            seen.append((min(link), max(link)))
         links = tuple(sorted(set(seen)))
         hops = socket_hops(count, links)
         for i, row in enumerate(hops):
@@ -141,6 +151,8 @@ def parse(text: str, path: Path) -> Topology:
                       "between two L2s of the socket, through the L3)") if "l3" in cache_tab else 0.0)
     sources = r.get("sources", list, check=lambda v: len(v) > 0 and all(isinstance(s, str) for s in v),
                     expected="a non-empty list of citations for the figures")
+    disk = r.get("disk.model", str, required=False, default="", check=lambda v: v in _disk_names(),
+                 expected=f"a disk model of topologies/disks.toml ({', '.join(_disk_names())})")
     return Topology(
         name=name, path=path, text=text, description=r.get("description", str, required=False, default=""),
         native_isa=native_isa, guest_isa=guest_isa, nodes=count, cpus_per_node=cpn,
@@ -148,8 +160,7 @@ def parse(text: str, path: Path) -> Topology:
         local_latency_ns=float(local), hop_latency_ns=float(hop), memory_bandwidth_gbps=float(mbw),
         link_bandwidth_gbps=float(lbw), clock_ghz=float(clock), caches=tuple(caches),
         sources=tuple(sources), notes=r.get("notes", str, required=False, default=""), hops=hops,
-        disk=r.get("disk.model", str, required=False, default="", check=lambda v: v in _disk_names(),
-                   expected=f"a disk model of topologies/disks.toml ({', '.join(_disk_names())})"),
+        disk=disk or disks.default_for(native_isa), disk_default=not disk,
         pause_cycles=int(pause), core=core_mod.parse(r, path, native_isa, TopologyError),
         tlb=tlb_mod.parse(r, path, native_isa, TopologyError), socket_c2c_ns=float(sock_c2c))
 
