@@ -21,11 +21,12 @@ import importlib
 import subprocess
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 REPO = Path(__file__).resolve().parent
 sys.path.insert(0, str(REPO))
 
-from bootstrap import bootstrap  # noqa: E402  (standard library only)
+from bootstrap import bootstrap  # standard library only
 
 COMMANDS = ("run", "list", "show", "query", "compare", "build", "test", "bench", "study", "seeds", "report",
             "browse", "snapshots", "simpoint", "sample-check")
@@ -46,88 +47,92 @@ def run_parser() -> argparse.ArgumentParser:
                "  ./run.py query SQL [--csv]    read-only SQL on the results database\n"
                "  ./run.py compare RUN RUN...   side-by-side figures of runs (or --set N: a stored comparison)\n"
                "  ./run.py build [options]      build the kernel and initramfs (and take the machine's snapshot)\n"
-               "  ./run.py snapshots [--prune]  the snapshots after boot in the cache, their size; --prune deletes them\n"
+               "  ./run.py snapshots [--prune]  the cached snapshots after boot and their sizes; --prune deletes them\n"
                "  ./run.py test [PYTEST ARGS]   the test suite (what CI runs)\n"
                "  ./run.py bench                the timing model's speed: guest MIPS per mode, QEMU peak RSS\n"
                "  ./run.py study FILE           run a study's matrix (local pool or --dask ADDRESS), then report\n"
                "  ./run.py seeds [SEED ...]     each seed's reproducer with its kernels, then the seed's own table\n"
                "  ./run.py report --study N     an HTML report of plots and tables (report/<db>-study-N/index.html)\n"
                "  ./run.py browse               Datasette on the results database, read-only\n"
-               "  ./run.py simpoint FILE.bb     simulation points and weights from basic-block vectors (SimPoint 3.2's algorithm)\n"
-               "  ./run.py sample-check [opts]  a --timing sampled run and the full detailed run of the same inputs: each estimate's error\n"
+               "  ./run.py simpoint FILE.bb     simulation points and weights from basic-block vectors\n"
+               "                                (SimPoint 3.2's algorithm)\n"
+               "  ./run.py sample-check [opts]  a --timing sampled run and the full detailed run of the same\n"
+               "                                inputs: each estimate's error\n"
                "each takes --help.")
     add_run_options(p)
     return p
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--topology", "-t", default="gs1280-32",
-                   help="machine: a name from topologies/ (see `list`) or a path to a TOML file (default gs1280-32)")
+    """A run's options; each default is RunSpec's (pipeline/spec.py), written there only."""
     import experiments
+    from analysis import db
     from images import kernel
-    p.add_argument("--exp", "-e", default="memeater",
+    from pipeline.spec import RunSpec as D
+    p.add_argument("--topology", "-t", default=D.topology,
+                   help="machine: a name from topologies/ (see `list`) or a path to a TOML file "
+                        f"(default {D.topology})")
+    p.add_argument("--exp", "-e", default=D.experiment,
                    help=f"experiment: a folder of experiments/, one of {', '.join(experiments.available())} "
-                        "(default memeater)")
+                        f"(default {D.experiment})")
     p.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE",
                    help="override an experiment parameter; repeat, or separate with commas (see `list`)")
-    p.add_argument("--kernel", default="vanilla",
-                   help=f"patch set from images/patches/: {', '.join(kernel.patchsets())} (default vanilla, the "
-                        "empty set); several, comma-separated (e.g. vanilla,zone-reclaim-auto), run the experiment "
-                        "once per kernel and print a comparison")
-    p.add_argument("--flavor", default="default", choices=list(kernel.FLAVORS),
+    p.add_argument("--kernel", default=D.kernel,
+                   help=f"patch set from images/patches/: {', '.join(kernel.patchsets())} (default {D.kernel}; "
+                        "vanilla is the empty set); several, comma-separated (e.g. vanilla,zone-reclaim-auto), run "
+                        "the experiment once per kernel and print a comparison")
+    p.add_argument("--flavor", default=D.flavor, choices=list(kernel.FLAVORS),
                    help="kernel config flavor: lockstat adds LOCK_STAT (slower; never mix flavors in a comparison)")
-    p.add_argument("--qemu-mode", default="icount", choices=["icount", "mttcg"],
+    p.add_argument("--qemu-mode", default=D.qemu_mode, choices=["icount", "mttcg"],
                    help="icount: deterministic per-vCPU guest clocks (each vCPU's instructions at the topology's "
-                        "clock plus the model's stalls), pinned RTC (default); "
-                        "mttcg: multi-threaded TCG, guest time from the host, not repeatable")
-    p.add_argument("--quantum-ns", type=float, default=1000,
+                        "clock plus the model's stalls), pinned RTC; "
+                        f"mttcg: multi-threaded TCG, guest time from the host, not repeatable (default {D.qemu_mode})")
+    p.add_argument("--quantum-ns", type=float, default=D.quantum_ns,
                    help="icount: vCPUs interleave furthest-behind-first, each running until it is this many guest "
-                        "ns past the next (default 1000; smaller is more exact for lock hand-offs and slower)")
-    p.add_argument("--engine", default="vmlab", choices=["vmlab", "debian"],
-                   help="vmlab: our QEMU (Debian's 10.0.2 source + engine/qemu-patches, default); debian: Debian's "
-                        "own binary with upstream -icount (one clock for all vCPUs), for comparison (--timing off)")
-    p.add_argument("--disk", default=None, metavar="MODEL",
+                        f"ns past the next (default {D.quantum_ns:g}; smaller is more exact for lock hand-offs and "
+                        "slower)")
+    p.add_argument("--engine", default=D.engine, choices=["vmlab", "debian"],
+                   help="vmlab: our QEMU (Debian's 10.0.2 source + engine/qemu-patches); debian: Debian's own binary "
+                        "with upstream -icount (one clock for all vCPUs), for comparison (--timing off) "
+                        f"(default {D.engine})")
+    p.add_argument("--disk", default=D.disk, metavar="MODEL",
                    help="disk model for swap and data disks, from topologies/disks.toml (default: the topology's); "
                         "'host' leaves them host-timed")
-    p.add_argument("--no-stalls", action="store_true",
+    p.add_argument("--no-stalls", action="store_true", default=D.no_stalls,
                    help="--timing detailed: price accesses but do not charge the stalls to the guest's clocks")
-    p.add_argument("--timing", default="off", choices=["off", "fast", "detailed", "sampled"],
-                   help="memory-system timing model (a QEMU plugin, timing/): off = plain QEMU (default); "
+    p.add_argument("--timing", default=D.timing, choices=["off", "fast", "detailed", "sampled"],
+                   help="memory-system timing model (a QEMU plugin, timing/): off = plain QEMU; "
                         "fast = instruction counts and basic-block vectors; detailed = every data access priced "
                         "on the topology (caches, directory, hops, queueing; needs --qemu-mode icount); "
                         "sampled = a fast profile, then only its SimPoint regions detailed, from checkpoints, "
-                        "and the whole run's modeled figures estimated from them")
+                        f"and the whole run's modeled figures estimated from them (default {D.timing})")
     from pipeline import sampled
     sampled.add_options(p)
-    p.add_argument("--slice-insns", type=int, default=100_000_000, metavar="N",
+    p.add_argument("--slice-insns", type=int, default=D.slice_insns, metavar="N",
                    help="--timing fast|detailed: instructions per basic-block-vector interval, per vCPU and "
-                        "machine-wide (default 100,000,000; SimPoint's classic is 10,000,000)")
-    p.add_argument("--warmup-insns", type=int, default=0, metavar="N",
+                        f"machine-wide (default {D.slice_insns:,}; SimPoint's classic is 10,000,000)")
+    p.add_argument("--warmup-insns", type=int, default=D.warmup_insns, metavar="N",
                    help="--timing detailed, restored: leave the first N instructions after the restore (all vCPUs "
                         "together; the experiment's start ends it at the latest) out of the model's figures, so "
                         "they do not count the cold start of its caches, directory and streams; the guest's own "
-                        "figures are unchanged (default 0: the model counts from the restore)")
-    p.add_argument("--no-hmat", action="store_true", help="do not give the guest an ACPI HMAT table")
-    p.add_argument("--boot", action="store_true",
+                        f"figures are unchanged (default {D.warmup_insns}: the model counts from the restore)")
+    p.add_argument("--no-hmat", action="store_true", default=D.no_hmat,
+                   help="do not give the guest an ACPI HMAT table")
+    p.add_argument("--boot", action="store_true", default=D.boot,
                    help="boot the kernel for this run instead of restoring the machine's snapshot after boot "
                         "(the default for x86 guests on our QEMU under icount; taken once, cached)")
-    p.add_argument("--timeout", type=float, default=None,
+    p.add_argument("--timeout", type=float, default=D.timeout,
                    help="wall seconds the experiment may run after boot (default: from the manifest)")
-    p.add_argument("--boot-timeout", type=float, default=None,
+    p.add_argument("--boot-timeout", type=float, default=D.boot_timeout,
                    help="wall seconds to reach the guest's first record (default: from the CPU count)")
-    p.add_argument("--kernel-append", default="", metavar="ARGS",
+    p.add_argument("--kernel-append", default=D.kernel_append, metavar="ARGS",
                    help="extra kernel command-line arguments (recorded in the run row)")
-    p.add_argument("--seed", type=int, default=0,
+    p.add_argument("--seed", type=int, default=D.seed,
                    help="perturbation seed: any value but 0 mixes vmlab.perturb=SEED.0 into the guest kernel's "
                         "entropy (a restored guest's before its job, a booted one's on its command line): "
-                        "another run of the same deterministic machine (0: unperturbed)")
-    add_db(p)
+                        f"another run of the same deterministic machine (0: unperturbed; default {D.seed})")
+    db.add_option(p)
     p.add_argument("--runs-dir", default=None, help="where run logs go (default: runs/ beside the database)")
-
-
-def add_db(p: argparse.ArgumentParser) -> None:
-    """--db, as every command over the results database takes it."""
-    p.add_argument("--db", default="results.db", help="SQLite results database (default ./results.db)")
 
 
 # --- each command's parser (docs/reference/cli.md is made from them) -------------
@@ -136,20 +141,22 @@ def list_parser() -> argparse.ArgumentParser:
 
 
 def show_parser() -> argparse.ArgumentParser:
+    from analysis import db
     p = argparse.ArgumentParser(prog="./run.py show", description="Print the summary of a stored run.")
     p.add_argument("run_id", nargs="?", type=int, help="run id (default: the latest run)")
-    add_db(p)
+    db.add_option(p)
     return p
 
 
 def compare_parser() -> argparse.ArgumentParser:
+    from analysis import db
     p = argparse.ArgumentParser(prog="./run.py compare", description=(
         "Print runs side by side, one row per figure, with the % difference against the first run "
         "(like mmtests' compare-kernels). Default: the latest stored comparison."))
     p.add_argument("runs", nargs="*", type=int, help="run ids; the first is the baseline")
     p.add_argument("--set", type=int, dest="set_id", help="a stored comparison (from `./run.py --kernel a,b`)")
     p.add_argument("--all", action="store_true", help="also print figures that are zero in every run")
-    add_db(p)
+    db.add_option(p)
     return p
 
 
@@ -176,7 +183,7 @@ def parser(verb: str) -> argparse.ArgumentParser | None:
             "build": build_parser, "snapshots": snapshots_parser, "test": lambda: None}[verb]()
 
 
-def fail(msg: str, code: int = 2) -> "NoReturn":
+def fail(msg: str, code: int = 2) -> NoReturn:
     print(f"error: {msg}", file=sys.stderr)
     sys.exit(code)
 
@@ -251,12 +258,17 @@ def cmd_list(argv) -> int:
               f"guest {t.guest_isa}{' (native ' + t.native_isa + ')' if t.native_isa != t.guest_isa else ''}, "
               f"max {t.max_hops()} hops")
         print(f"  {'':<{w}} {t.description}")
-    print("\nexperiments (experiments/<name>/manifest.toml):")
+
+    def show(params, indent: str) -> None:
+        for p in params.values():
+            print(f"{indent}--param {p.name + '=' + str(p.default):<22} {p.help}")
+    print("\nparameters every experiment takes (experiments/common.toml):")
+    show(experiments.common_params(), "  ")
+    print("\nexperiments (experiments/<name>/manifest.toml) and their own parameters:")
     for name in experiments.available():
         e = experiments.load(name)
         print(f"  {name}: {e.summary}")
-        for p in e.params.values():
-            print(f"      --param {p.name + '=' + str(p.default):<22} {p.help}")
+        show(e.own_params(), "      ")
     return 0
 
 
@@ -302,6 +314,7 @@ def cmd_build(argv) -> int:
 
 def cmd_snapshots(argv) -> int:
     import json
+
     from engine import snapshot
     from pipeline.execute import cache_dir
     args = snapshots_parser().parse_args(argv)

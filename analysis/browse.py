@@ -34,7 +34,8 @@ def parser() -> argparse.ArgumentParser:
         "Serve the results database with Datasette, read-only, with table descriptions and canned queries "
         "(latest runs, swap and kswapd, memeater ms by hops, latency by hops, lock contention, comparisons, "
         "study progress)."))
-    p.add_argument("--db", default="results.db", help="results database (default ./results.db)")
+    from analysis import db
+    db.add_option(p)
     p.add_argument("--port", type=int, default=8001, help="port to listen on (default 8001)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: this machine only)")
     p.add_argument("--metadata-out", metavar="FILE", help="write the Datasette metadata here and exit")

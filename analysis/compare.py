@@ -188,8 +188,8 @@ def render(con: sqlite3.Connection, run_ids: list[int], all_rows: bool = False) 
     if not rows:
         w("(no figures: the runs recorded nothing numeric)")
     elif any(ln.headline for ln in table):
-        w(f"(* the experiment's headline figures; better/worse as its manifest declares each figure, "
-          f"changes under 1 % unjudged)")
+        w("(* the experiment's headline figures; better/worse as its manifest declares each figure, "
+          "changes under 1 % unjudged)")
     return "\n".join(out) + "\n"
 
 

@@ -22,9 +22,15 @@ from analysis import ingest as core_ingest
 from analysis.runrow import RunEnd, RunStart
 from analysis.schema import MIGRATIONS, SCHEMA_VERSION
 
-
 # how long a writer waits for another connection's lock before failing
 BUSY_TIMEOUT_S = 120.0
+DEFAULT_PATH = "results.db"  # in the current folder, for every command
+
+
+def add_option(p) -> None:
+    """--db, as every command over the results database takes it (run.py and
+    each verb's parser)."""
+    p.add_argument("--db", default=DEFAULT_PATH, help=f"SQLite results database (default ./{DEFAULT_PATH})")
 
 
 class SchemaError(RuntimeError):

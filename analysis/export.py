@@ -33,7 +33,7 @@ def parquet(cols: list[str], rows: list[tuple], path) -> int:
     if len(set(cols)) != len(cols):
         raise ExportError(f"--parquet: the query's column names must be unique (use AS), got {', '.join(cols)}")
     arrays = []
-    for i, c in enumerate(cols):
+    for i in range(len(cols)):
         vals = [r[i] for r in rows]
         t = _type(vals)
         if t == pa.string():

@@ -54,7 +54,8 @@ def tables(con, runs) -> list[Table]:
             continue
         ids = [r["id"] for r in by_exp[name]]
         stored: dict[int, dict[str, float]] = {i: {} for i in ids}
-        q = f"SELECT run_id, name, value FROM metrics WHERE value IS NOT NULL AND run_id IN ({','.join('?' * len(ids))})"
+        q = ("SELECT run_id, name, value FROM metrics WHERE value IS NOT NULL "
+             f"AND run_id IN ({','.join('?' * len(ids))})")
         for rid, fig, v in con.execute(q, ids):
             m = exp.metric(fig)
             if m is not None and m.headline:

@@ -1,7 +1,8 @@
 """What the report's figures are built with (each experiment's figures are in
-its folder, experiments/<name>/plots.py; analysis/plots.py finds them): the Figure a builder returns, the log of the SQL it ran (the
-report prints it under the figure), saving a PNG and an SVG, a run's kernel
-label and hops from its pinned CPU, and one line per kernel."""
+its folder, experiments/<name>/plots.py; analysis/plots.py finds them): the
+Figure a builder returns, the log of the SQL it ran (the report prints it
+under the figure), saving a PNG and an SVG, a run's kernel label and hops
+from its pinned CPU, and one line per kernel."""
 from __future__ import annotations
 
 import contextlib
@@ -13,9 +14,9 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # no display on a build machine; must precede pyplot
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-import topologies  # noqa: E402
+import topologies
 
 PANELS = 6  # runs per figure file: a big study gets several files, each still readable
 

@@ -18,9 +18,9 @@ analysis/plot_kit.py."""
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Callable
 
 import experiments
 from analysis.plot_kit import Figure

@@ -18,7 +18,7 @@ def parser(tables: str = "") -> argparse.ArgumentParser:
     p.add_argument("sql", nargs="?", default="SELECT * FROM v_runs ORDER BY id DESC LIMIT 20")
     p.add_argument("--csv", action="store_true", help="print CSV instead of a table")
     p.add_argument("--parquet", metavar="FILE", help="write the result to a Parquet file (pyarrow) for pandas")
-    p.add_argument("--db", default="results.db", help="SQLite results database (default ./results.db)")
+    db.add_option(p)
     return p
 
 
@@ -26,7 +26,7 @@ def main(argv: list[str]) -> int:
     tables = ""
     if {"-h", "--help"} & set(argv):  # only --help lists the tables: a query opens the database once
         pre = argparse.ArgumentParser(add_help=False)
-        pre.add_argument("--db", default="results.db")
+        db.add_option(pre)
         tables = _schema_help(pre.parse_known_args(argv)[0].db)
     a = parser(tables).parse_args(argv)
     refused = []

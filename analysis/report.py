@@ -66,7 +66,7 @@ def parser() -> argparse.ArgumentParser:
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--study", type=int, metavar="N", help="a study's runs (./run.py study)")
     g.add_argument("--runs", type=int, nargs="+", metavar="ID", help="these runs")
-    p.add_argument("--db", default="results.db", help="results database (default ./results.db)")
+    db.add_option(p)
     p.add_argument("--out", help="folder for index.html and the figures (default: report/<db>-study-N/ or "
                                  "report/<db>-runs-FIRST-LAST/ beside the database)")
     p.add_argument("--page", metavar="FILE", help="instead of the HTML report, a Markdown results page (e.g. "

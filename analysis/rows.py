@@ -5,7 +5,7 @@ this module imports none of vmlab, so nothing here calls them back."""
 from __future__ import annotations
 
 import sqlite3
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 
 def insert(con: sqlite3.Connection, table: str, rows: Mapping | Iterable[Mapping], replace: bool = True) -> int:

@@ -9,8 +9,8 @@ at all when nothing we record can give it (`why` says so)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from analysis import compare
 

@@ -54,7 +54,7 @@ def _axis(block: dict, name: str) -> list:
 def _params_match(block: dict, r) -> bool:
     """The run has the parameters the seed's block sets (a list there: one of them)."""
     have = json.loads(r["params_json"])
-    same = lambda a, b: a == b or (isinstance(a, (int, float)) and isinstance(b, (int, float)) and  # noqa: E731
+    same = lambda a, b: a == b or (isinstance(a, (int, float)) and isinstance(b, (int, float)) and
                                    float(a) == float(b))
     return all(any(same(have.get(k), x) for x in (v if isinstance(v, list) else [v]))
                for k, v in block.get("params", {}).items())

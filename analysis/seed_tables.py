@@ -11,13 +11,29 @@ from __future__ import annotations
 import functools
 import json
 import statistics
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import topologies
 from analysis.rows import metrics as run_metrics
-from analysis.seed_kit import (Headline, Row, Seed, Table, delta, fig, kswapd_busiest, lock_contentions, minus,
-                               params, ratio, run_of, scalar, span_s, stall_share, top_symbols)
+from analysis.seed_kit import (
+    Headline,
+    Row,
+    Seed,
+    Table,
+    delta,
+    fig,
+    kswapd_busiest,
+    lock_contentions,
+    minus,
+    params,
+    ratio,
+    run_of,
+    scalar,
+    span_s,
+    stall_share,
+    top_symbols,
+)
 
 
 # --- 000: mlockchurn -------------------------------------------------------------

@@ -183,7 +183,7 @@ def _pairs(s, keys, base) -> list[tuple]:
     own before/after is re-enacted (000: period set -> period set + fix),
     the two kernels that stand for the seed's columns, in the seed's order."""
     out = [(base[k], k) for k in keys if k != base[k]]
-    col = lambda k: s.stands_for.get(k[5][1]) if not k[5][2] else None  # noqa: E731
+    col = lambda k: s.stands_for.get(k[5][1]) if not k[5][2] else None
     for b in keys:
         for k in keys:
             if b[:5] == k[:5] and base[k] not in (b, k) and col(b) and col(k) and \

@@ -66,7 +66,7 @@ class Vectors:
     def instructions(self) -> np.ndarray:
         return np.bincount(self.rows, weights=self.counts, minlength=self.n)
 
-    def first(self, n: int) -> "Vectors":
+    def first(self, n: int) -> Vectors:
         """The first n intervals only."""
         keep = self.rows < n
         return Vectors(self.path, self.rows[keep], self.cols[keep], self.counts[keep], n, self.dims)
@@ -181,7 +181,7 @@ def slice_costs(slices: list[dict]) -> tuple[list[int], list[int]]:
     return elapsed, total
 
 
-def estimate(picks: "Picks", slices: list[dict]) -> dict:
+def estimate(picks: Picks, slices: list[dict]) -> dict:
     """The whole run's modeled time from its simulation points' slices alone
     (each point's cost times its cluster's share of the slices), beside the
     run's own: the clustering's and weighting's error, with every slice's
@@ -293,7 +293,8 @@ def parser() -> argparse.ArgumentParser:
                               "machine-wide vectors (bbv.global.bb of a --timing fast run), the picks stored in "
                               "the database (table simpoint_picks)")
     p.add_argument("--vectors", default="global", help="with a run: global, or cpuN for one vCPU's vectors")
-    p.add_argument("--db", default="results.db", help="SQLite results database (default ./results.db)")
+    from analysis import db
+    db.add_option(p)
     p.add_argument("--max-k", type=int, default=30, help="largest number of clusters tried (default 30)")
     p.add_argument("--k", type=int, help="cluster into exactly K instead of choosing k by the BIC (SimPoint's -k)")
     p.add_argument("--dim", type=int, default=DIM, help=f"dimensions of the random projection (default {DIM})")
@@ -378,7 +379,7 @@ def main(argv: list[str]) -> int:
     sp, wt = write(picks, prefix)
     if run_id is not None:
         store(a.db, run_id, a.vectors, a.max_k, a.seed, picks, est)
-    how = f"fixed by --k" if a.k else f"BIC over k = 1..{a.max_k}"
+    how = "fixed by --k" if a.k else f"BIC over k = 1..{a.max_k}"
     print(f"{vec.n} intervals, {vec.dims} blocks: k = {picks.k} ({how}); wrote {sp} and {wt}")
     for c in range(picks.k):
         if picks.points[c] >= 0:

@@ -147,7 +147,7 @@ def ensure_venv() -> Path:
 
 def ensure(argv: list[str], script: str) -> None:
     """Make the host ready, then continue inside the venv (re-exec once)."""
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 (run by whatever python3 the host has: says what is needed)
         say(f"Python 3.11 or later is needed (tomllib); this is {sys.version.split()[0]}: apt-get install python3")
         sys.exit(2)
     if os.environ.get("VMLAB_IN_VENV") == "1":

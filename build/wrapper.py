@@ -12,6 +12,16 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+# How build/SConstruct has SCons print each action it runs (a command line,
+# or a Python action as `name([targets], [sources])`): marked, so that _scons
+# keeps those lines for the build log and prints the recipes' progress lines.
+ACTION = "scons: action: "
+TAIL_LINES = 20  # of the build log, in a failed build's error
+
+
+def print_action(s: str, target, source, env) -> None:
+    """SCons's PRINT_CMD_LINE_FUNC (build/SConstruct): the action's line, marked."""
+    print(ACTION + s, flush=True)
 
 
 class BuildFailed(RuntimeError):
@@ -37,9 +47,9 @@ class Built:
 
 
 def build(cache: Path, variant, arch: str, experiment: str, timing: bool = False) -> Built:
+    import timing as tm
     from engine import qemu_build
     from images import kernel
-    import timing as tm
     kernel.check_variant(variant)
     kdir = kernel.artifact_dir(cache, variant)
     initrd = cache / "initramfs" / f"{arch}-{experiment}.cpio"
@@ -63,7 +73,8 @@ def build(cache: Path, variant, arch: str, experiment: str, timing: bool = False
     except kernel.BuildError as e:  # a patch that does not apply, a missing source: one line
         raise BuildFailed(str(e), e.status) from None
     # SCons prints each action it runs (and "... is up to date" otherwise):
-    # any other line means something was built.
+    # any other line means something was built. What it prints goes to
+    # cache/build.log; the terminal gets the recipes' progress lines.
     # From the repo root, with repo-relative paths in every command, so a
     # second checkout of the same sources finds its guest programs built.
     # One SCons at a time per cache: concurrent runs share its signature
@@ -76,7 +87,7 @@ def build(cache: Path, variant, arch: str, experiment: str, timing: bool = False
         except BlockingIOError:
             print("build: waiting for another run's build to finish", flush=True)
             fcntl.flock(lock, fcntl.LOCK_EX)
-        rebuilt = _scons(args, lock.fileno())
+        rebuilt = _scons(args, lock.fileno(), log=cache / "build.log")
         userland = initrd.read_bytes()
         boot = cache / "initramfs" / f"{arch}-boot.cpio"
         boot_userland = boot.read_bytes() if boot.is_file() else b""
@@ -85,8 +96,12 @@ def build(cache: Path, variant, arch: str, experiment: str, timing: bool = False
     return Built(kdir, initrd, rebuilt, qemu_build.engine_dir(cache), plugin, userland, boot_userland)
 
 
-def _scons(args, lock_fd: int | None = None) -> bool:
-    """Run SCons, pass on what it prints; True if it built anything.
+def _scons(args, lock_fd: int | None = None, log: Path | None = None) -> bool:
+    """Run SCons; True if it built anything. All it prints goes to the log
+    (replaced on each build); the terminal gets the rest but SCons's own
+    lines (each action it runs, its `scons: ...` messages): the recipes'
+    progress lines, and what a compiler says. A failed build's error ends
+    with the log's last lines.
 
     lock_fd: the build lock, inherited by SCons so the lock lives as long as
     the build does: a caller killed outright (SIGKILL, a stopped study's
@@ -98,11 +113,17 @@ def _scons(args, lock_fd: int | None = None) -> bool:
                          pass_fds=() if lock_fd is None else (lock_fd,), start_new_session=True)
     rebuilt = False
     error = ""
+    lf = open(log, "w") if log else None
     try:
         for line in p.stdout:
+            if lf:
+                lf.write(line.removeprefix(ACTION))
+                lf.flush()
             if line.startswith("scons: `") and line.rstrip().endswith("is up to date."):
                 continue
             rebuilt = True
+            if line.startswith("scons: "):  # SCons's own: an action it runs, a failure's "scons: *** ..."
+                continue
             if line.startswith("error: "):  # our recipes' one-line errors
                 error = line[len("error: "):].strip()
                 continue
@@ -110,10 +131,16 @@ def _scons(args, lock_fd: int | None = None) -> bool:
     except BaseException:
         _stop_group(p)
         raise
+    finally:
+        if lf:
+            lf.close()
     if p.wait():
         if error:
             raise BuildFailed(error, 2 if p.returncode == 2 else 1)
-        raise BuildFailed(f"build failed (scons exit status {p.returncode}); see the messages above")
+        if not log:
+            raise BuildFailed(f"build failed (scons exit status {p.returncode}); see the messages above")
+        tail = "".join(log.read_text(errors="replace").splitlines(True)[-TAIL_LINES:])
+        raise BuildFailed(f"build failed (scons exit status {p.returncode}); the end of {log}:\n{tail.rstrip()}")
     return rebuilt
 
 

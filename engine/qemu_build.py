@@ -145,7 +145,8 @@ def fetch_source(cache: Path, log=_say) -> Path:
     subprocess.run(["apt-get", *opts, "source", "--download-only", "qemu"], cwd=work, capture_output=True, text=True)
     tar = work / ORIG_TARBALL
     if not tar.is_file():
-        raise EngineBuildError(f"apt-get source did not download {ORIG_TARBALL}; check that deb.debian.org is reachable")
+        raise EngineBuildError(f"apt-get source did not download {ORIG_TARBALL}; "
+                               "check that deb.debian.org is reachable")
     got = _sha256(tar)
     if got != index_sha:
         raise EngineBuildError(f"{tar}: SHA256 {got} does not match the signed Sources index ({index_sha})")

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
@@ -99,7 +98,7 @@ class _Machine:
         while not any(e.get("event") == "STOP" for e in self.qmp.events):
             try:
                 self.qmp.events.append(self.qmp._read())
-            except (socket.timeout, TimeoutError):
+            except TimeoutError:
                 pass
             except SnapshotError:  # QEMU closed its socket: it is exiting
                 try:

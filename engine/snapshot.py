@@ -28,7 +28,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import os
 import shutil
 import socket
 import subprocess

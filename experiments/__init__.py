@@ -40,11 +40,31 @@ from types import ModuleType
 from experiments.errors import ExperimentError
 from experiments.expr import evaluate
 from experiments.limits import (  # noqa: F401  (re-exported)
-    GUEST_LONG_MAX, GUEST_PAGE_BYTES, GUEST_PID_MAX_DEFAULT, GUEST_PIDS_PER_CPU, GUEST_THREADS_PER_MIB,
-    MAX_TIMEOUT_S, SWAP_MAP_BYTES_PER_PAGE, ZRAM_TABLE_BYTES_PER_PAGE, check_guest, max_procs, max_swap_frac)
+    GUEST_LONG_MAX,
+    GUEST_PAGE_BYTES,
+    GUEST_PID_MAX_DEFAULT,
+    GUEST_PIDS_PER_CPU,
+    GUEST_THREADS_PER_MIB,
+    MAX_TIMEOUT_S,
+    SWAP_MAP_BYTES_PER_PAGE,
+    ZRAM_TABLE_BYTES_PER_PAGE,
+    check_guest,
+    max_procs,
+    max_swap_frac,
+)
 from experiments.manifest import (  # noqa: F401  (re-exported)
-    KERNEL_DEFAULT, MANIFEST, PARAM, PROGRESS, REQUIRED, TYPES, Param, check_manifest, parse_params, shown)
-from experiments.metrics import Metric, find, parse_metrics  # noqa: F401 (re-exported)
+    KERNEL_DEFAULT,
+    MANIFEST,
+    PARAM,
+    PROGRESS,
+    REQUIRED,
+    TYPES,
+    Param,
+    check_manifest,
+    parse_params,
+    shown,
+)
+from experiments.metrics import Metric, find, parse_metrics
 from experiments.results_hooks import ResultsHooks, hooks
 
 HERE = Path(__file__).resolve().parent
@@ -66,6 +86,11 @@ class Experiment:
     params: dict[str, Param] = field(default_factory=dict)
     metrics: tuple[Metric, ...] = ()   # the manifest's, then common.toml's (experiments/metrics.py)
 
+    def own_params(self) -> dict[str, Param]:
+        """The parameters its manifest declares (common.toml's, unless the
+        manifest declares one again, left out)."""
+        return {k: p for k, p in self.params.items() if k in self.manifest.get("params", {})}
+
     def metric(self, name: str) -> Metric | None:
         """The declaration a stored figure of this experiment falls under, or None."""
         return find(self.metrics, name)
@@ -84,7 +109,7 @@ class Experiment:
         only the core's tables."""
         return results_module(self.name)
 
-    def resolve(self, topo, overrides: dict[str, str], source: str = "--param") -> "Plan":
+    def resolve(self, topo, overrides: dict[str, str], source: str = "--param") -> Plan:
         """Parameters + topology -> the concrete values the guest gets."""
         for k in overrides:
             if k not in self.params:
@@ -187,11 +212,22 @@ def all_results() -> dict[str, ModuleType]:
     return {n: m for n in available() if (m := results_module(n)) is not None}
 
 
-@functools.lru_cache(maxsize=None)  # a module's hooks do not change: checked once, not per figure
+@functools.cache  # a module's hooks do not change: checked once, not per figure
 def results(name: str) -> ResultsHooks:
     """experiments/<name>/results.py through its declared protocol
     (experiments/results_hooks.py): every hook there, a default for the rest."""
     return hooks(name, results_module(name))
+
+
+def common_params() -> dict[str, Param]:
+    """common.toml's parameters, which every experiment takes (a manifest
+    may declare one again, with its own default)."""
+    try:
+        common = tomllib.loads(COMMON.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ExperimentError(f"{COMMON}: not valid TOML ({e})") from None
+    check_manifest(common, COMMON, common=True)
+    return parse_params(common.get("params", {}), COMMON)
 
 
 def load(name: str) -> Experiment:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from experiments.errors import ExperimentError
 
-# The longest run: the bound --timeout has (pipeline/execute.py MAX_TIMEOUT_S,
-# run.py); a manifest's timeout_s past it means a count or size is absurd.
+# The longest run: the bound --timeout and --boot-timeout have (pipeline/execute.py
+# prepare); a manifest's timeout_s past it means a count or size is absurd.
 MAX_TIMEOUT_S = 1e7
 # The guest programs read every number with strtol into a C long (64-bit on
 # x86_64 and alpha; experiments/lib/util.c vl_opt_long), which saturates
@@ -36,7 +36,8 @@ ZRAM_TABLE_BYTES_PER_PAGE = 16
 
 def max_procs(topo) -> int:
     """The most processes the guest kernel can hold at once (see above)."""
-    return min(max(GUEST_PID_MAX_DEFAULT, GUEST_PIDS_PER_CPU * topo.cpus), GUEST_THREADS_PER_MIB * topo.total_memory_mib)
+    return min(max(GUEST_PID_MAX_DEFAULT, GUEST_PIDS_PER_CPU * topo.cpus),
+               GUEST_THREADS_PER_MIB * topo.total_memory_mib)
 
 
 def max_swap_frac(guest_isa: str, swap: str) -> float:

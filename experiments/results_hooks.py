@@ -19,9 +19,9 @@ direction, aggregation) are declared in the manifest, not here
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Callable
 
 from experiments.errors import ExperimentError
 
@@ -57,8 +57,8 @@ def hooks(name: str, module: ModuleType | None) -> ResultsHooks:
         if hasattr(module, k):
             v = getattr(module, k)
             if not isinstance(v, typ) or (typ is list and not all(isinstance(s, str) for s in v)):
-                raise ExperimentError(f"{where}: {k}: expected {'a list of SQL scripts' if typ is list else typ.__name__}"
-                                      f", got {v!r}")
+                want = "a list of SQL scripts" if typ is list else typ.__name__
+                raise ExperimentError(f"{where}: {k}: expected {want}, got {v!r}")
             found[k] = tuple(v) if typ is list else v
     for k, params in FUNCTIONS.items():
         if hasattr(module, k):

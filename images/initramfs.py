@@ -52,12 +52,15 @@ def cpio(files: dict[str, tuple[int, bytes]], devices: dict[str, tuple[int, int,
     """files: path -> (mode bits, content); devices: path -> (mode, major, minor)."""
     parts, ino = [], 1
     for d in sorted(dirs):
-        parts.append(_entry(d, stat.S_IFDIR | 0o755, ino=ino)); ino += 1
+        parts.append(_entry(d, stat.S_IFDIR | 0o755, ino=ino))
+        ino += 1
     for path, (mode, major, minor) in sorted((devices or {}).items()):
-        parts.append(_entry(path, mode, ino=ino, rdev=(major, minor))); ino += 1
+        parts.append(_entry(path, mode, ino=ino, rdev=(major, minor)))
+        ino += 1
     for path in sorted(files):
         mode, data = files[path]
-        parts.append(_entry(path, stat.S_IFREG | mode, data, ino=ino)); ino += 1
+        parts.append(_entry(path, stat.S_IFREG | mode, data, ino=ino))
+        ino += 1
     parts.append(_entry("TRAILER!!!", 0))
     blob = b"".join(parts)
     return blob + b"\0" * (-len(blob) % 512)

@@ -17,7 +17,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tarfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,7 +125,7 @@ def fragments(v: Variant) -> list[Path]:
     return frags
 
 
-@functools.lru_cache(maxsize=None)  # key() asks on every call; dpkg-query is a process
+@functools.cache  # key() asks on every call; dpkg-query is a process
 def source_version() -> str:
     """Debian package version of linux-source-6.1 (e.g. 6.1.192-2)."""
     try:
@@ -231,7 +230,7 @@ def work_source(cache: Path, v: Variant) -> Path:
         r = subprocess.run(["patch", "-p1", "--forward", "--no-backup-if-mismatch", "-d", str(work), "-i", str(p)],
                            capture_output=True, text=True)
         if r.returncode != 0:
-            hunks = [l for l in r.stdout.splitlines() if "FAILED" in l or "can't find" in l.lower()]
+            hunks = [s for s in r.stdout.splitlines() if "FAILED" in s or "can't find" in s.lower()]
             rej = ""
             for line in r.stdout.splitlines():
                 m = re.search(r"saving rejects to file (\S+)", line)

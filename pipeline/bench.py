@@ -39,6 +39,7 @@ MODES = {"debian": ["--engine", "debian", "--timing", "off"], "off": ["--timing"
 
 def snapshot_insns(key: str) -> int:
     import json
+
     from engine import snapshot
     from pipeline.execute import cache_dir
     meta = json.loads((snapshot.directory(cache_dir(), key) / "meta.json").read_text())

@@ -46,7 +46,8 @@ def merge(con: sqlite3.Connection, src: Path, log_paths: dict[int, str] | None =
             cur.row_factory = sqlite3.Row
             for r in cur.execute("SELECT * FROM w.runs ORDER BY id").fetchall():
                 same = con.execute("SELECT id FROM main.runs WHERE run_key IS ? AND host = ? AND pid IS ? "
-                                   "AND started_at = ?", (r["run_key"], r["host"], r["pid"], r["started_at"])).fetchone()
+                                   "AND started_at = ?",
+                                   (r["run_key"], r["host"], r["pid"], r["started_at"])).fetchone()
                 if same:
                     mapping[r["id"]] = same[0]
                     continue

@@ -49,7 +49,8 @@ def register(con: sqlite3.Connection, study: Study) -> int:
     with con:
         con.execute("INSERT OR IGNORE INTO studies (name, path, sha256, toml, created_at) VALUES (?, ?, ?, ?, ?)",
                     (study.name, str(study.path), study.sha256, study.text, now()))
-        sid = con.execute("SELECT id FROM studies WHERE name = ? AND sha256 = ?", (study.name, study.sha256)).fetchone()[0]
+        sid = con.execute("SELECT id FROM studies WHERE name = ? AND sha256 = ?",
+                          (study.name, study.sha256)).fetchone()[0]
         con.executemany("INSERT OR IGNORE INTO study_runs (study_id, key, position, axes_json, spec_json, updated_at) "
                         "VALUES (?, ?, ?, ?, ?, ?)",
                         [(sid, r.key, r.position, json.dumps(r.axes, sort_keys=True), r.spec.to_json(), now())

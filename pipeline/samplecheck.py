@@ -17,18 +17,21 @@ KEY_FIGURES = ("elapsed_ps", "elapsed_ps.per_insn", "busy_ps", "idle_ps", "cpu_t
 
 
 def parser() -> argparse.ArgumentParser:
+    from pipeline.spec import RunSpec as D
     p = argparse.ArgumentParser(prog="./run.py sample-check", description=__doc__.split("\n\n")[0])
-    p.add_argument("--topology", "-t", default="gs1280-8")
-    p.add_argument("--exp", "-e", default="memeater")
+    # a smaller machine and SimPoint's classic slice than a run's defaults (RunSpec's: the rest)
+    p.add_argument("--topology", "-t", default="gs1280-8", help="machine (default gs1280-8)")
+    p.add_argument("--exp", "-e", default=D.experiment, help=f"experiment (default {D.experiment})")
     p.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE")
-    p.add_argument("--kernel", default="vanilla", help="one patch set")
+    p.add_argument("--kernel", default=D.kernel, help=f"one patch set (default {D.kernel})")
     p.add_argument("--slice-insns", type=int, default=10_000_000, metavar="N",
                    help="instructions per slice (default 10,000,000, SimPoint's classic)")
     from pipeline import sampled
     sampled.add_options(p)
-    p.add_argument("--no-stalls", action="store_true")
-    p.add_argument("--timeout", type=float, default=None)
-    p.add_argument("--db", default="results.db")
+    p.add_argument("--no-stalls", action="store_true", default=D.no_stalls)
+    p.add_argument("--timeout", type=float, default=D.timeout)
+    from analysis import db
+    db.add_option(p)
     p.add_argument("--runs-dir", default=None)
     return p
 
@@ -76,8 +79,8 @@ def main(argv: list[str]) -> int:
 
 def compare(con, sampled_id: int, full_id: int) -> list[tuple]:
     """Store the full run's figures beside the sampled run's estimates; (figure, est, actual, err %)."""
-    from analysis import sampling, simpoint
     import timing
+    from analysis import sampling, simpoint
     rdir = Path(con.execute("SELECT log_path FROM runs WHERE id = ?", (full_id,)).fetchone()[0]).parent
     actual = sampling.whole_run(timing.load_results(rdir / "timing.json"),
                                 simpoint.read_slices(rdir / "bbv.global.slices"))
@@ -110,7 +113,8 @@ def report(con, sampled_id: int, full_id: int, walls: list[float]) -> None:
         print(f"  {f:<34} {e:>16.6g} {act if act is not None else float('nan'):>16.6g} "
               f"{'' if err is None else f'{err:+.2f} %':>9}")
     prof = walls[0] - m.get("sampled.sampling_wall_s", 0)
-    print(f"  wall: sampled {walls[0]:.0f} s (profile {prof:.0f} s, checkpoints {m.get('sampled.checkpoint_wall_s', 0):.0f} s, "
+    print(f"  wall: sampled {walls[0]:.0f} s (profile {prof:.0f} s, "
+          f"checkpoints {m.get('sampled.checkpoint_wall_s', 0):.0f} s, "
           f"regions {m.get('sampled.regions_wall_s', 0):.0f} s), full detailed {walls[1]:.0f} s: "
           f"{walls[1] / walls[0]:.2f}x")
     if full_insns:

@@ -18,7 +18,8 @@ def parser() -> argparse.ArgumentParser:
         "the seed's rows and units, a column per kernel with % against the first, and the seed's published "
         "figures beside ours."))
     p.add_argument("seeds", nargs="*", help="000 001 002 003 004 (default: all five)")
-    p.add_argument("--db", default="results.db", help="results database (default ./results.db)")
+    from analysis import db
+    db.add_option(p)
     p.add_argument("--workers", type=int, default=None, help="local pool size (default: one per core)")
     p.add_argument("--dask", metavar="ADDRESS", help="run on an existing Dask cluster")
     p.add_argument("--topology", action="append", metavar="NAME",

@@ -57,7 +57,7 @@ class RunSpec:
         return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> "RunSpec":
+    def from_json(cls, text: str) -> RunSpec:
         d = json.loads(text)
         names = {f.name for f in fields(cls)}
         unknown = set(d) - names
@@ -66,7 +66,7 @@ class RunSpec:
         d["params"] = tuple(tuple(p) for p in d.get("params", ()))
         return cls(**d)
 
-    def with_params(self, params: dict) -> "RunSpec":
+    def with_params(self, params: dict) -> RunSpec:
         return _replace(self, params=tuple(sorted((str(k), _text(v)) for k, v in params.items())))
 
     def param_args(self) -> list[str]:

@@ -20,7 +20,8 @@ def parser() -> argparse.ArgumentParser:
         "Run a study file's matrix of runs (studies/*.toml): runs already ok under the same key are skipped, so "
         "an interrupted study resumes. Then writes the HTML report (report/<db>-study-N/index.html)."))
     p.add_argument("file", help="a study file, e.g. studies/numa-cost.toml")
-    p.add_argument("--db", default="results.db", help="the study's database (default ./results.db)")
+    from analysis import db
+    db.add_option(p)
     p.add_argument("--workers", type=int, default=None,
                    help="local pool size (default: one per host core, fewer if the guests would not fit in memory)")
     p.add_argument("--dask", metavar="ADDRESS", help="run on an existing Dask cluster (tcp://head:8786)")
@@ -60,8 +61,14 @@ class Progress:
         self.shown = 0
         self.bar = None
         if self.tty:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, \
-                TimeElapsedColumn, TimeRemainingColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress as Bar,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
             self.bar = Bar(TextColumn("study"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[state]}"),
                            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
             self.bar.start()

@@ -44,7 +44,8 @@ from build import wrapper
 w = wrapper
 with open({str(lockfile)!r}, "w") as lock:
     fcntl.flock(lock, fcntl.LOCK_EX)
-    w._scons([sys.executable, "-c", "import os, time; open({str(pids)!r}, 'w').write(str(os.getpid())); time.sleep(30)"],
+    w._scons([sys.executable, "-c",
+              "import os, time; open({str(pids)!r}, 'w').write(str(os.getpid())); time.sleep(30)"],
              lock.fileno())
 """])
     build = int(_wait_for(pids)[0])
@@ -100,18 +101,18 @@ def test_the_kernel_builds_outside_the_build_lock_before_scons_runs(tmp_path, mo
         seen.append(("kernel", v.patchset))
         return cache / "kernels" / "k"
 
-    def scons(args, lock_fd=None):
+    def scons(args, lock_fd=None, log=None):
         with open(tmp_path / "build.lock", "w") as f:  # held by the wrapper now
             with pytest.raises(BlockingIOError):
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        seen.append(("scons", lock_fd is not None))
+        seen.append(("scons", lock_fd is not None, log == tmp_path / "build.log"))
         (tmp_path / "initramfs").mkdir(exist_ok=True)
         (tmp_path / "initramfs" / "x86_64-memeater.cpio").write_bytes(b"cpio")
         return True
     monkeypatch.setattr(kernel, "build", kernel_build)
     monkeypatch.setattr(wrapper, "_scons", scons)
     built = wrapper.build(tmp_path, kernel.Variant(patchset="vanilla"), "x86_64", "memeater")
-    assert seen == [("kernel", "vanilla"), ("scons", True)] and built.userland == b"cpio"
+    assert seen == [("kernel", "vanilla"), ("scons", True, True)] and built.userland == b"cpio"
 
 
 def test_a_kernel_that_does_not_apply_fails_the_build_with_one_line_and_status_2(tmp_path, monkeypatch):

@@ -55,14 +55,13 @@ def test_help_lists_what_the_repo_holds(tmp_path):
     q = vmlab(ENV, tmp_path, "query", "--help", runs_dir=False)
     qtext = "".join(q.stdout.split())
     assert q.returncode == 0 and "my_study_notes" in qtext
-    for kind, name in db.tables(con):
+    for _kind, name in db.tables(con):
         assert name in qtext, name
 
 
 def test_list_and_query(tmp_path):
     r = vmlab(ENV, None, "list")
     assert r.returncode == 0 and "gs1280-32" in r.stdout and "4x8 torus" in r.stdout and "chunk_frac" in r.stdout
-    import sqlite3
     from analysis import db
     db.connect(tmp_path / "r.db").close()
     q = vmlab(ENV, tmp_path, "query", "SELECT 1 AS one, 'x' AS two", "--csv", runs_dir=False)

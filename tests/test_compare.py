@@ -109,7 +109,8 @@ def test_stored_comparison_and_cli(three):
     assert latest.returncode == 0 and latest.stdout == by_ids.stdout
     assert cells(latest.stdout, "vmstat.pswpout") == ["0", "40", "new"]
     bad = cli("1", "42")
-    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [f"error: {tmp / 'r.db'}: no run 42 in the database"]
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines() == [f"error: {tmp / 'r.db'}: no run 42 in the database"]
 
 
 @pytest.mark.parametrize("kernels,expect", [

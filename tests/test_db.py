@@ -107,12 +107,12 @@ garbage @@VMLAB {"type":
 @@VMLAB {"type":"nodestat","phase":"before","nodes":[{"numa_miss":0,"nr_vmscan_write":3},{"numa_miss":5,"nr_vmscan_write":0}]}
 @@VMLAB {"type":"nodestat","phase":"after","nodes":[{"numa_miss":0,"nr_vmscan_write":10},{"numa_miss":9,"nr_vmscan_write":0}]}
 @@VMLAB {"type":"end","rc":0}
-"""
+"""  # noqa: E501 (records as the guest prints them, one a line)
 
 
 def test_records_land_in_typed_tables(tmp_path):
-    topo = T.parse(open(T.resolve("gs1280-8")).read().replace("count = 8", "count = 2").replace("dims = [2, 4]", "dims = [2]"),
-                   tmp_path / "two.toml")
+    text = open(T.resolve("gs1280-8")).read()
+    topo = T.parse(text.replace("count = 8", "count = 2").replace("dims = [2, 4]", "dims = [2]"), tmp_path / "two.toml")
     con = db.connect(tmp_path / "r.db")
     rid = db.start_run(con, row(topo))
     parsed = R.parse_text(CONSOLE)

@@ -41,7 +41,8 @@ MACHINES = {1: "x86-1c-small", 8: "x86-2s-8c-small", 32: "x86-4s-32c-small"}
 @pytest.mark.parametrize("cpus,mode", [(1, "fast"), (8, "off"), (8, "detailed"), (32, "fast")])
 def test_a_swapping_run_repeats_exactly(vmlab_env, tmp_path, cpus, mode):
     topo = str(REPO / "tests" / "data" / f"{MACHINES[cpus]}.toml")
-    cmd = vmlab_cmd(tmp_path, "-t", topo, "-e", "qsbench", "--timing", mode, "-p", f"mem_frac=1.05,procs={min(cpus, 4)}")
+    cmd = vmlab_cmd(tmp_path, "-t", topo, "-e", "qsbench", "--timing", mode,
+                    "-p", f"mem_frac=1.05,procs={min(cpus, 4)}")
     # On 8 CPUs without the plugin a third, perturbed run (--seed 1) goes at
     # the same time: repeats of a study are such runs, and must not be copies.
     perturbed = cpus == 8 and mode == "off"

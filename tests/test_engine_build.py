@@ -52,9 +52,11 @@ def test_a_patch_that_does_not_apply_is_named_with_its_hunk(tmp_path):
     (tree / "accel").mkdir(parents=True)
     (tree / "accel" / "x.c").write_text("int a;\nint b;\nint c;\n")
     good = tmp_path / "0001-good.patch"
-    good.write_text("Subject: ok\n\n--- a/accel/x.c\n+++ b/accel/x.c\n@@ -1,3 +1,3 @@\n int a;\n-int b;\n+int bb;\n int c;\n")
+    good.write_text("Subject: ok\n\n--- a/accel/x.c\n+++ b/accel/x.c\n"
+                    "@@ -1,3 +1,3 @@\n int a;\n-int b;\n+int bb;\n int c;\n")
     bad = tmp_path / "0002-bad.patch"
-    bad.write_text("Subject: stale\n\n--- a/accel/x.c\n+++ b/accel/x.c\n@@ -1,3 +1,3 @@\n int a;\n-int zz;\n+int q;\n int c;\n")
+    bad.write_text("Subject: stale\n\n--- a/accel/x.c\n+++ b/accel/x.c\n"
+                   "@@ -1,3 +1,3 @@\n int a;\n-int zz;\n+int q;\n int c;\n")
     with pytest.raises(qb.EngineBuildError) as e:
         qb.apply_series(tree, [good, bad])
     msg = str(e.value)

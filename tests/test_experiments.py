@@ -133,7 +133,11 @@ def test_absurd_parameters_are_refused_in_one_line(exp, overrides, expect):
 
 def test_the_run_time_bound_is_the_one_timeout_has_and_at_it_the_plan_resolves():
     from pipeline import execute
-    assert E.MAX_TIMEOUT_S == execute.MAX_TIMEOUT_S
+    from pipeline.spec import InputError, RunSpec
+    for name in ("timeout", "boot_timeout"):  # the options' bound is this one
+        with pytest.raises(InputError, match=f"--{name.replace('_', '-')}: expected a positive number"):
+            execute.prepare(RunSpec(topology="gs1280-8", **{name: E.MAX_TIMEOUT_S}))
+        execute.prepare(RunSpec(topology="gs1280-8", **{name: E.MAX_TIMEOUT_S * 0.999}))
     e, t = E.load("memeater"), T.load("gs1280-8")  # 16 chunks of 16 MiB: 120 + 256 x cycles / 4 s
     assert e.resolve(t, {"cycles": "156248"}).timeout_s <= E.MAX_TIMEOUT_S
     one_line("memeater", "gs1280-8", {"cycles": "156249"}, "expected a run within 1e+07 s")
@@ -221,6 +225,7 @@ def test_results_modules_are_read_through_their_declared_hooks():
     """experiments/results_hooks.py: each shipped results.py conforms; what it
     does not declare gets a default; a misshapen hook is one error naming it."""
     import types
+
     from experiments import results_hooks as H
     for name in E.available():
         h = E.results(name)

@@ -8,8 +8,7 @@ import pytest
 
 import timing as T
 from analysis import db, timing as timing_db
-from experiments import records as R
-from experiments import facts
+from experiments import facts, records as R
 from tests.cbuild import gcc
 
 PRINT = r"""

@@ -2,7 +2,6 @@
 for the host: its swap header must be the one util-linux's mkswap writes,
 and its command-line splitting must agree with sh's quoting (shlex)."""
 import shlex
-import shutil
 import struct
 import subprocess
 

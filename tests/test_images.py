@@ -108,7 +108,8 @@ def test_switching_patch_sets_in_the_shared_tree(tmp_path, monkeypatch):
     c = "--- a/mm/c.c\n+++ b/mm/c.c\n@@ -1 +1 @@\n-int c = 3;\n+int c = 30;\n"
     cache, src = fake_source(tmp_path, monkeypatch, {"set-a": {"0001-a.patch": a}, "set-c": {"0001-c.patch": c}})
     wa = kernel.work_source(cache, kernel.Variant(patchset="set-a"))
-    assert (wa / "mm" / "a.c").read_text().startswith("int a = 10;") and (wa / "mm" / "c.c").read_text() == "int c = 3;\n"
+    assert (wa / "mm" / "a.c").read_text().startswith("int a = 10;")
+    assert (wa / "mm" / "c.c").read_text() == "int c = 3;\n"
     old = (wa / "mm" / "a.c").stat().st_mtime_ns
     os.utime(src / "mm" / "a.c", ns=(1, 1))  # pristine files are old; a reverted copy must not be
     wc = kernel.work_source(cache, kernel.Variant(patchset="set-c"))
@@ -117,9 +118,11 @@ def test_switching_patch_sets_in_the_shared_tree(tmp_path, monkeypatch):
     assert (wc / "mm" / "a.c").stat().st_mtime_ns >= old
     assert (wc / "mm" / "c.c").read_text() == "int c = 30;\n"
     assert kernel.work_source(cache, kernel.Variant(patchset="vanilla")) == wa
-    assert (wa / "mm" / "c.c").read_text() == "int c = 3;\n" and (wa / "mm" / "a.c").read_text().startswith("int a = 1;")
+    assert (wa / "mm" / "c.c").read_text() == "int c = 3;\n"
+    assert (wa / "mm" / "a.c").read_text().startswith("int a = 1;")
     # the pristine tree never changed
-    assert (src / "mm" / "a.c").read_text() == "int a = 1;\nint b = 2;\n" and (src / "mm" / "c.c").read_text() == "int c = 3;\n"
+    assert (src / "mm" / "a.c").read_text() == "int a = 1;\nint b = 2;\n"
+    assert (src / "mm" / "c.c").read_text() == "int c = 3;\n"
 
 
 SHIPPED = ["zone-reclaim-auto", "rmap-lock-blocking", "kswapd-no-backoff", "mlocked-on-lru",

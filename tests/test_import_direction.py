@@ -75,7 +75,7 @@ LOADER_CALLS = {"results_module", "all_results", "results", "plots_module"}
 LOADED_BY = {"results": "results_module", "plots": "plots_module"}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def parse(rel: str, text: str) -> ast.AST:
     return ast.parse(text, rel)
 

@@ -122,7 +122,7 @@ def test_idle_time_runs_from_the_last_vcpu_s_halt_to_the_first_wake_up(built, tm
     p.lib.h_clock(8_000)
     p.run(0)                # ...to here: 5000 ps
     p.lib.h_clock(9_000)
-    for i in range(6):
+    for _ in range(6):
         p.run(1)
     rows = p.close()
     assert rows[0]["idle_ps"] == 5_000 and rows[0]["machine_ps"] == 9_000

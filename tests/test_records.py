@@ -31,6 +31,7 @@ def test_invalid_utf8_does_not_stop_ingest():
 def test_guest_probe_output_parses(tmp_path):
     """The real guest-side C emitter, compiled for the host, produces valid records."""
     import subprocess
+
     import experiments
     from tests.cbuild import GUEST, gcc
     from tests.e2e import REPO

@@ -12,16 +12,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import experiments
 import timing
 import topologies as T
 from analysis import db, pages, plot_kit, plots, report
-import experiments
+from analysis.rows import insert
+from experiments import facts, records as R
 from experiments.forkstorm import plots as forkstorm_plots
 from experiments.latprobe import plots as latprobe_plots
 from experiments.memeater import plots as memeater_plots
-from experiments import records as R
-from analysis.rows import insert
-from experiments import facts
 from tests.e2e import ENV, REPO, vmlab
 from tests.runrows import run_end, run_start
 

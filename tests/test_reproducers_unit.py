@@ -11,12 +11,12 @@ import pytest
 import experiments as E
 import topologies as T
 from analysis import db, summary
+from engine import qemu
 from experiments import records as R
 from experiments.kvio import results as kvio_results
-from tests.runrows import run_end, run_start
-from engine import qemu
 from tests.cbuild import GUEST, gcc
 from tests.e2e import REPO
+from tests.runrows import run_end, run_start
 
 LIB = REPO / "experiments" / "lib"
 REPROS = ("mlockchurn", "kvio", "forkstorm", "qsbench")
@@ -108,7 +108,7 @@ LOCK_STAT = """lock_stat version 0.4
 
                      &zone->lock:             0              0           0.00           0.00           0.00           0.00             10            500           0.10           1.00          50.00           0.10
                  &lruvec->lru_lock:            100            300           0.10          80.00        2000.00           6.67            900          40000           0.10          15.00        6000.00           0.15
-"""
+"""  # noqa: E501 (/proc/lock_stat's layout, verbatim)
 
 HARNESS = r"""
 #include "vmlab.h"
@@ -316,7 +316,8 @@ def test_qsbench_and_forkstorm_figures(tmp_path):
 
 
 def test_memeater_summary_keeps_its_verdict(tmp_path):
-    text = (rec("vmstat", phase="before", counters={"pswpout": 0}) + rec("vmstat", phase="after", counters={"pswpout": 0})
+    text = (rec("vmstat", phase="before", counters={"pswpout": 0})
+            + rec("vmstat", phase="after", counters={"pswpout": 0})
             + rec("chunk", cycle=0, chunk=0, wall_ms=1.0, placement={"0": 16}, absent=0, sampled=16, free_kib=[1],
                   swap_used_kib=0))
     con, rid = _store(tmp_path, "memeater", {"chunk_mib": 16}, text)

@@ -165,7 +165,8 @@ def build(path: Path) -> dict:
     add("m_fix", gs8, "mlockchurn", "mlocked-on-lru-kswapd-sleeps", mlockchurn_lines([1000, 1000, 1500, 1700], 0.40),
         params_json=ml)
     kp = json.dumps({"duration_s": 3.0})
-    add("k_van", x2, "kvio", "vanilla", kvio_lines([50000, 48000, 45000, 40000], [0, 2, 4, 8], 800, 400), params_json=kp)
+    add("k_van", x2, "kvio", "vanilla", kvio_lines([50000, 48000, 45000, 40000], [0, 2, 4, 8], 800, 400),
+        params_json=kp)
     add("k_nb", x2, "kvio", "scan-balance-3.9", kvio_lines([50000, 46000, 30000, 20000], [0, 20, 40, 80], 3000, 1200),
         params_json=kp)
     for topo in (small, x2):
@@ -301,7 +302,7 @@ def written(raw) -> set[float]:
 
 def test_published_figures_are_the_seed_documents(built):
     assert DOCS.is_dir(), f"{DOCS}: the seed documents are missing (shared/seeds/ beside the repository)"
-    norm = lambda s: " ".join(s.split())  # noqa: E731
+    norm = lambda s: " ".join(s.split())
     docs = {s: norm((DOCS / d.doc).read_text(errors="replace")) for s, d in seed_tables.SEEDS.items()}
     n = 0
     for sid, rows in seeds.PUBLISHED.items():
@@ -440,8 +441,8 @@ def test_timing_and_lockstat_rows_only_when_the_runs_have_them(built):
                                                                          "100", "35", "-65.00%"]
     assert cells(untimed, "real time over the free-memory pace")[1:4] == ["15.00", "65.00", "+333.33%"]
     # the seed's own before/after is re-enacted: period set -> period set + the seed's fix
-    assert ("direction, kswapd CPU: ours -57.89% mlocked-on-lru→mlocked-on-lru-kswapd-sleeps at 8 CPUs (gs1280-8); seed -65.00% for "
-            "the same pair (2.4.9→2.4.9 + kswapd-sleeps): same direction as the seed") in untimed
+    assert ("direction, kswapd CPU: ours -57.89% mlocked-on-lru→mlocked-on-lru-kswapd-sleeps at 8 CPUs (gs1280-8); "
+            "seed -65.00% for the same pair (2.4.9→2.4.9 + kswapd-sleeps): same direction as the seed") in untimed
     assert "direction, kswapd CPU: ours +216.67% vanilla→mlocked-on-lru at 8 CPUs (gs1280-8); seed: no figure for " \
         "this pair" in untimed
 

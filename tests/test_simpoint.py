@@ -136,7 +136,7 @@ def test_an_estimate_from_the_points_alone_against_every_slice():
     labels = np.array([{"A": 0, "B": 1, "C": 2}[p] for p in pattern])
     picks = sp.Picks(3, points=[0, 6, 11], weights=[8 / 12, 3 / 12, 1 / 12], labels=labels)
     clock, slices = [0, 0], []
-    for i, ph in enumerate(pattern):
+    for ph in pattern:
         clock = [clock[0] + cost[ph], clock[1] + 1]   # CPU 0 runs the phase, CPU 1 idles along
         slices.append({"cpu_time_ps": list(clock), "start_ps": [0, 0]})
     est = sp.estimate(picks, slices)

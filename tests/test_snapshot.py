@@ -2,7 +2,6 @@
 and what it leaves out, the job disk as the host writes it and the guest's
 reader (vmlab-probe, compiled for the host) reads it, a broken snapshot
 found before any guest runs, and which runs restore."""
-import dataclasses
 import json
 import subprocess
 
@@ -14,8 +13,8 @@ from engine import snapshot
 from images import initramfs
 from pipeline import execute
 from pipeline.spec import InputError, RunSpec, run_key
-from topologies import disks
 from tests.cbuild import GUEST, gcc
+from topologies import disks
 
 X86 = topologies.load("x86-2s")
 KEYARGS = dict(kernel_sha256="k" * 64, initrd_sha256="i" * 64, engine_key="e" * 16, quantum_ns=1000, append="",
@@ -157,6 +156,7 @@ def test_qmp_connects_to_a_socket_that_is_bound_before_it_listens(tmp_path):
     import socket
     import threading
     import time
+
     from engine.snapshot import Qmp
     path = tmp_path / "qmp"
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -34,7 +34,8 @@ def test_snapshot_once_then_restore_and_the_row_says_so(vmlab_env, tmp_path):
     booted = vmlab(vmlab_env, tmp_path, *SMALL, "--kernel-append", word, "--boot")
     assert booted.returncode == 0, booted.stdout[-3000:]
     c = db(tmp_path)
-    rows = c.execute("SELECT id, start, snapshot_key, run_key, command_line, limitations FROM runs ORDER BY id").fetchall()
+    rows = c.execute("SELECT id, start, snapshot_key, run_key, command_line, limitations FROM runs "
+                     "ORDER BY id").fetchall()
     assert [r["start"] for r in rows] == ["restored", "restored", "booted"]
     assert rows[0]["snapshot_key"] == rows[1]["snapshot_key"] and rows[2]["snapshot_key"] is None
     assert rows[0]["run_key"] == rows[1]["run_key"] != rows[2]["run_key"]

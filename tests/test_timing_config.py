@@ -114,7 +114,7 @@ def test_plugin_goes_on_the_command_line(tmp_path):
 def test_torus_routes_take_the_first_dimension_first_and_ties_the_positive_way():
     t = topologies.load("gs1280-8")  # 2 x 4 torus, node = 4 * row + column
     links, routes = topologies.links_and_routes(t)
-    walk = lambda a, b: [links[l][1] for l in routes[(a, b)]]  # noqa: E731
+    walk = lambda a, b: [links[k][1] for k in routes[(a, b)]]
     assert walk(0, 5) == [4, 5]            # row first (dimension 0), then column
     assert walk(0, 2) == [1, 2]            # column distance 2 of 4: a tie, taken the positive way
     assert walk(0, 3) == [3]               # wrap-around is shorter

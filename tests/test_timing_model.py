@@ -171,7 +171,7 @@ def test_cyclic_walk_larger_than_l2_always_misses(gs8):
     l2 = next(c for c in t.caches if c.name == "l2")
     lines = 4 * l2.size_kib * 1024 // 64
     base = node_addr(t, 3)
-    for lap in range(2):
+    for _lap in range(2):
         for i in range(lines):
             gs8.access(0, base + ((i * 7919) % lines) * 64)
     c0 = gs8.results()["cpus"][0]
@@ -265,7 +265,7 @@ def test_results_name_their_fields_and_land_in_the_tables_unchanged(lib, tmp_pat
                 "'x86_64', 'latprobe', '{}', 'x86_64', 'vanilla', 'default', 'qemu', '10', 'icount', 'detailed', 0, "
                 "'', '')")
     timing_db.ingest(con, 1, res, "map")
-    rows = lambda sql: [tuple(r) for r in con.execute(sql)]  # noqa: E731
+    rows = lambda sql: [tuple(r) for r in con.execute(sql)]
     assert rows("SELECT cpu_node, home_node, misses, lat_ps FROM timing_matrix ORDER BY home_node, cpu_node") == \
         [tuple(x.values()) for x in sorted(res["matrix"], key=lambda x: (x["home_node"], x["cpu_node"]))]
     assert rows("SELECT bin_ns, count FROM timing_latency_hist WHERE hops = 3 ORDER BY bin_ns") == \

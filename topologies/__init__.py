@@ -22,10 +22,31 @@ from pathlib import Path
 
 from topologies.errors import TopologyError
 from topologies.limits import (  # noqa: F401  (re-exported)
-    ALPHA_MAX_CPUS, GUEST_ISAS, MAX_CLOCK_GHZ, MAX_TORUS_DIMS, MIN_CLOCK_GHZ, QEMU_APIC_ID_LIMIT, QEMU_HMAT_MAX_ENTRY,
-    QEMU_MAX_CYCLE_PS, QEMU_MAX_NODES, QEMU_MAX_PAUSE_CYCLES, QEMU_NUMA_DISTANCE_MAX, QEMU_Q35_MAX_CPUS,
-    X86_KERNEL_CONFIG, X86_MAX_CPUS, X86_MAX_NODES, X86_MAX_NUMNODES, X86_NODES_SHIFT, X86_NR_CPUS, check_counts,
-    check_distances, check_host, host_memory_mib, max_apic_id, numa_extremes)
+    ALPHA_MAX_CPUS,
+    GUEST_ISAS,
+    MAX_CLOCK_GHZ,
+    MAX_TORUS_DIMS,
+    MIN_CLOCK_GHZ,
+    QEMU_APIC_ID_LIMIT,
+    QEMU_HMAT_MAX_ENTRY,
+    QEMU_MAX_CYCLE_PS,
+    QEMU_MAX_NODES,
+    QEMU_MAX_PAUSE_CYCLES,
+    QEMU_NUMA_DISTANCE_MAX,
+    QEMU_Q35_MAX_CPUS,
+    X86_KERNEL_CONFIG,
+    X86_MAX_CPUS,
+    X86_MAX_NODES,
+    X86_MAX_NUMNODES,
+    X86_NODES_SHIFT,
+    X86_NR_CPUS,
+    check_counts,
+    check_distances,
+    check_host,
+    host_memory_mib,
+    max_apic_id,
+    numa_extremes,
+)
 from topologies.model import Cache, Topology, slit_distance  # noqa: F401  (re-exported)
 from topologies.parser import NUM, parse, typ_name  # noqa: F401  (re-exported)
 from topologies.routes import links_and_routes, socket_hops, torus_coords, torus_hops  # noqa: F401  (re-exported)

@@ -33,7 +33,8 @@ class Array:
 
     def describe(self) -> str:
         assoc = "fully associative" if self.ways == self.entries else f"{self.ways}-way"
-        return f"{self.level} {'+'.join(s.upper().replace('K', ' KiB').replace('M', ' MiB').replace('G', ' GiB') for s in self.sizes)} {self.entries} entries {assoc}"
+        sizes = "+".join(s.upper().replace("K", " KiB").replace("M", " MiB").replace("G", " GiB") for s in self.sizes)
+        return f"{self.level} {sizes} {self.entries} entries {assoc}"
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,8 @@ class Tlb:
             return "no TLB (translation not priced)"
         psc = ", ".join(f"{n.upper()} {e}" for n, e in zip(PSC, self.psc) if e) or "none"
         return ("; ".join(a.describe() for a in self.arrays)
-                + (f"; second-level hit {self.l2_latency_cycles} cycles" if any(a.level == "l2" for a in self.arrays) else "")
+                + (f"; second-level hit {self.l2_latency_cycles} cycles"
+                   if any(a.level == "l2" for a in self.arrays) else "")
                 + f"; paging-structure caches: {psc}; {self.walkers} page walker{'s' if self.walkers > 1 else ''}")
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # no display on a build machine; must precede pyplot
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from analysis.plot_kit import Figure, id_list, kernel_colours, kernel_lines, lines, save, sql_log  # noqa: E402
+from analysis.plot_kit import Figure, id_list, kernel_colours, kernel_lines, lines, save, sql_log
 
 FORKSTORM_SQL = ("SELECT r.id AS run_id, r.cpus, r.topology, r.patch_set, r.kernel_flavor, m.value AS jobs_per_min, "
                  "(SELECT SUM(l.contentions) FROM repro_lockstat l WHERE l.run_id = r.id AND l.phase = 'run') "

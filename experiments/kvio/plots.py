@@ -8,9 +8,9 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # no display on a build machine; must precede pyplot
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from analysis.plot_kit import Figure, id_list, kernel_colours, kernel_lines, lines, save, sql_log  # noqa: E402
+from analysis.plot_kit import Figure, id_list, kernel_colours, kernel_lines, lines, save, sql_log
 
 KVIO_SQL = ("SELECT k.run_id, r.topology, r.patch_set, r.kernel_flavor, k.level, k.io_frac, k.ops_per_s "
             "FROM kvio_levels k JOIN runs r ON r.id = k.run_id WHERE k.run_id IN ({ids}) "

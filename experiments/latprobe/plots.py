@@ -10,11 +10,11 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # no display on a build machine; must precede pyplot
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-import timing  # noqa: E402
-from analysis.plot_kit import Figure, id_list, save, sql_log, topology  # noqa: E402
-from experiments.latprobe import results  # noqa: E402
+import timing
+from analysis.plot_kit import Figure, id_list, save, sql_log, topology
+from experiments.latprobe import results
 
 # --- load latency and lock-line transfers by hops --------------------------
 LAT_SQL = ("SELECT run_id, type, body FROM records WHERE run_id IN ({ids}) AND type IN ('chase', 'pingpong') "

@@ -8,10 +8,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # no display on a build machine; must precede pyplot
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from analysis.plot_kit import Figure, batches, hops_from_cpu, id_list, kernel_label, save, sql_log  # noqa: E402
+from analysis.plot_kit import Figure, batches, hops_from_cpu, id_list, kernel_label, save, sql_log
 
 # --- guest ms per chunk, coloured by hops -------------------------------
 CHUNKS_SQL = ("SELECT run_id, cycle, chunk, wall_ms, main_node, swap_used_kib FROM chunk_times "
@@ -46,7 +46,7 @@ def memeater_chunks(con, runs, out: Path) -> list[Figure]:
             series = chunk_series(con, batch)
         maxhop = max([h for s in series.values() for h in s["hops"] if h is not None], default=0)
         # viridis without its pale yellow end, which vanishes on white
-        colour = lambda h: plt.get_cmap("viridis")(0.85 * h / max(maxhop, 1))
+        colour = lambda h: plt.get_cmap("viridis")(0.85 * h / max(maxhop, 1))  # noqa: B023 (used in this batch only)
         fig, axes = plt.subplots(len(batch), 1, figsize=(11, 3.4 * len(batch)), squeeze=False)
         for ax, r in zip(axes[:, 0], batch):
             s = series[r["id"]]

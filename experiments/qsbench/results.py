@@ -47,7 +47,8 @@ def figures(con, run_id: int, r, params: dict, w) -> None:
         w("qsbench: no process records")
         return
     m = metrics(con, run_id)
-    text = dict(con.execute("SELECT name, text FROM metrics WHERE run_id = ? AND text IS NOT NULL", (run_id,)).fetchall())
+    text = dict(con.execute("SELECT name, text FROM metrics WHERE run_id = ? AND text IS NOT NULL",
+                            (run_id,)).fetchall())
     w(f"\nqsbench: {params.get('array_mib')} MiB of random ints in {params.get('procs')} process(es), "
       f"seed {params.get('qs_seed')}:")
     w(f"  {'proc':>4} {'elements':>10} {'fill s':>7} {'sort s':>8} {'user s':>7} {'sys s':>7} {'majflt':>7} checksum")

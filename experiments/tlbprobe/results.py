@@ -77,11 +77,13 @@ def figures(con, run_id: int, r, params: dict, w) -> None:
     st = step(by["4k"], by["2m"])
     if st:
         w(f"  the translation's cost per load first steps up from {st[0]} to {st[1]} MiB "
-          f"({by_ws(by['4k'], st[0]) - by_ws(by['2m'], st[0]):+.2f} -> {by_ws(by['4k'], st[1]) - by_ws(by['2m'], st[1]):+.2f} ns)")
+          f"({by_ws(by['4k'], st[0]) - by_ws(by['2m'], st[0]):+.2f} -> "
+          f"{by_ws(by['4k'], st[1]) - by_ws(by['2m'], st[1]):+.2f} ns)")
     pt = rows(con, run_id, "ptnode")
     if len(pt) == 2:
         loc, rem = pt
         ratio = rem["ns_per_update"] / max(loc["ns_per_update"], 1e-9)
-        w(f"  page tables on node {rem['pt_node']} (SLIT {rem['distance']}) against node {loc['pt_node']}, data on node "
-          f"{loc['data_node']}, {loc['ws_mib']} MiB of random updates: {loc['ns_per_update']:.2f} -> "
-          f"{rem['ns_per_update']:.2f} ns per update, {ratio:.2f}x; published {MITOSIS_GUPS[0]:.2f}x: {MITOSIS_GUPS[1]}")
+        w(f"  page tables on node {rem['pt_node']} (SLIT {rem['distance']}) against node {loc['pt_node']}, "
+          f"data on node {loc['data_node']}, {loc['ws_mib']} MiB of random updates: {loc['ns_per_update']:.2f} -> "
+          f"{rem['ns_per_update']:.2f} ns per update, {ratio:.2f}x; "
+          f"published {MITOSIS_GUPS[0]:.2f}x: {MITOSIS_GUPS[1]}")
