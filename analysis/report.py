@@ -89,6 +89,7 @@ def markdown_page(con, db_path, study, ids: list[int], path: Path, command: str)
         body += ["", "## Headline figures", "", "Each experiment's headline figures as its manifest declares them "
                  "(docs/reference/metrics.md), a row per configuration, repeats aggregated as declared with "
                  "their range and count.", *heads]
+    body += pages.experiment_figures(con, runs)
     return pages.write(path, title, pages.provenance(runs, command, db_path, study), body)
 
 

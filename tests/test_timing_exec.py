@@ -38,7 +38,8 @@ def run(harness, tmp_path, topo, scenario):
 @pytest.mark.parametrize("topo", ["x86-2s", "gs1280-8"])
 @pytest.mark.parametrize("scenario", ["dep-add", "indep-add", "mul", "div32", "div-throughput", "chase",
                                       "index-chase", "indep-loads", "random-index", "stream", "stream-op",
-                                      "branch-predictable", "branch-random", "forward", "cut"])
+                                      "branch-predictable", "branch-random", "forward", "cut", "pops",
+                                      "div-behind-miss"])
 def test_the_core_prices_each_pattern_by_the_topology_s_figures(harness, tmp_path, topo, scenario):
     run(harness, tmp_path, topo, scenario)
 

@@ -26,11 +26,21 @@ int vm_decode_alpha(const uint8_t *b, size_t len, uint64_t pc, vm_insn_t *in) {
     unsigned fn = (w >> 5) & 0x7f;
     int32_t disp21 = (int32_t)((w & 0x1fffff) << 11) >> 11;
     switch (op) {
-    case 0x00:  /* CALL_PAL: into the PALcode, serialising */
-    case 0x19: case 0x1b: case 0x1d: case 0x1e: case 0x1f:  /* PAL-reserved (HW_MFPR, HW_LD, ...) */
+    case 0x00: case 0x1e:  /* CALL_PAL, HW_REI: into and out of the PALcode, serialising */
         in->cls = VM_X_SERIAL;
         in->flags = VM_I_SERIAL;
-        in->br = op == 0x00 ? VM_B_OTHER : VM_B_NONE;
+        in->br = VM_B_OTHER;
+        return 0;
+    case 0x19: case 0x1d:  /* HW_MFPR, HW_MTPR: an internal processor register read or written (PALcode only) */
+        reg(in->src, &in->nsrc, sizeof in->src, rb, 0);
+        reg(in->dst, &in->ndst, sizeof in->dst, ra, 0);
+        return 0;
+    case 0x1b: case 0x1f:  /* HW_LD, HW_ST: PALcode's physical loads and stores */
+        in->cls = op == 0x1b ? VM_X_LOAD : VM_X_STORE;
+        in->flags = VM_I_MEM | (op == 0x1b ? VM_I_PURELOAD : 0);
+        reg(in->addr, &in->naddr, sizeof in->addr, rb, 0);
+        if (op == 0x1b) reg(in->dst, &in->ndst, sizeof in->dst, ra, 0);
+        else reg(in->src, &in->nsrc, sizeof in->src, ra, 0);
         return 0;
     case 0x08: case 0x09:  /* LDA, LDAH: an address computed, nothing loaded */
         reg(in->src, &in->nsrc, sizeof in->src, rb, 0);
@@ -55,6 +65,9 @@ int vm_decode_alpha(const uint8_t *b, size_t len, uint64_t pc, vm_insn_t *in) {
         in->cls = op == 0x13 ? VM_X_MUL : VM_X_ALU;
         reg(in->src, &in->nsrc, sizeof in->src, ra, op == 0x1c && fn >= 0x70);  /* FTOIx read an FP register */
         if (!lit) reg(in->src, &in->nsrc, sizeof in->src, rb, 0);
+        /* CMOVxx (INTL 0x14..0x66, low bits 100 or 110): Rc keeps its value when the test fails */
+        if (op == 0x11 && (fn & 0x0f) >= 0x04 && (fn & 0x0f) <= 0x06 && (fn & 0x01) == 0)
+            reg(in->src, &in->nsrc, sizeof in->src, rc, 0);
         reg(in->dst, &in->ndst, sizeof in->dst, rc, 0);
         if (op == 0x1c && fn >= 0x30 && fn <= 0x3f) in->cls = VM_X_VEC;  /* MVI: PERR, MINxx, MAXxx, PKxx */
         return 0;

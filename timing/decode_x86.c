@@ -106,28 +106,44 @@ static int pure_load(const char *mn) {
     return 0;
 }
 
-/* Waits for everything before it: fences, serialising and privileged
- * instructions, the system-call and interrupt paths, port I/O. */
-static int serialising(unsigned id, const cs_detail *d) {
+/* What waits for everything before it (VM_I_SERIAL), by the Intel SDM's list
+ * of serialising instructions (vol. 3A, 9.3: CPUID, IRET, INVD, INVLPG,
+ * LGDT, LIDT, LLDT, LTR, MOV to a control or debug register, WBINVD, WRMSR,
+ * XSETBV), MFENCE, and what enters or leaves the kernel (SYSCALL, SYSRET,
+ * SYSENTER, SYSEXIT, INT, UD2: not in the list, but each changes privilege
+ * and its microcode drains the pipeline; its cost, the serial class's, is an
+ * estimate), HLT, port I/O and the extended-state saves. Not barriers:
+ * CLI/STI, STAC/CLAC, SWAPGS, RDMSR, reading a control register, SFENCE
+ * (stores drain in order anyway); LFENCE and RDTSCP wait for the
+ * instructions before them, not for stores (VM_I_NOSB); RDTSC and RDTSCP
+ * read the clock (VM_I_CLOCK). */
+static unsigned serial_flags(unsigned id, const cs_x86 *x) {
     switch (id) {
-    case X86_INS_CPUID: case X86_INS_MFENCE: case X86_INS_LFENCE: case X86_INS_SFENCE: case X86_INS_RDTSC:
-    case X86_INS_RDTSCP: case X86_INS_SYSCALL: case X86_INS_SYSRET: case X86_INS_SYSENTER: case X86_INS_SYSEXIT:
-    case X86_INS_IRET: case X86_INS_IRETD: case X86_INS_IRETQ: case X86_INS_INT: case X86_INS_INT3:
-    case X86_INS_INTO: case X86_INS_UD2: case X86_INS_XSAVE: case X86_INS_XSAVEOPT: case X86_INS_XRSTOR:
-    case X86_INS_XSAVEC: case X86_INS_XSAVES: case X86_INS_XRSTORS: case X86_INS_FXSAVE: case X86_INS_FXRSTOR:
-    case X86_INS_FXSAVE64: case X86_INS_FXRSTOR64: case X86_INS_XSAVE64: case X86_INS_XRSTOR64:
+    case X86_INS_CPUID: case X86_INS_IRET: case X86_INS_IRETD: case X86_INS_IRETQ: case X86_INS_INVD:
+    case X86_INS_INVLPG: case X86_INS_LGDT: case X86_INS_LIDT: case X86_INS_LLDT: case X86_INS_LTR:
+    case X86_INS_WBINVD: case X86_INS_WRMSR: case X86_INS_XSETBV: case X86_INS_MFENCE:
+    case X86_INS_SYSCALL: case X86_INS_SYSRET: case X86_INS_SYSENTER: case X86_INS_SYSEXIT: case X86_INS_INT:
+    case X86_INS_INT3: case X86_INS_INTO: case X86_INS_UD2: case X86_INS_HLT:
     case X86_INS_IN: case X86_INS_OUT: case X86_INS_INSB: case X86_INS_INSW: case X86_INS_INSD:
-    case X86_INS_OUTSB: case X86_INS_OUTSW: case X86_INS_OUTSD: case X86_INS_SWAPGS: case X86_INS_WRMSR:
-    case X86_INS_RDMSR: case X86_INS_HLT: case X86_INS_INVLPG: case X86_INS_WBINVD: case X86_INS_CLTS:
-    case X86_INS_LGDT: case X86_INS_LIDT: case X86_INS_LTR: case X86_INS_LLDT:
-        return 1;
+    case X86_INS_OUTSB: case X86_INS_OUTSW: case X86_INS_OUTSD:
+    case X86_INS_XSAVE: case X86_INS_XSAVEOPT: case X86_INS_XRSTOR: case X86_INS_XSAVEC: case X86_INS_XSAVES:
+    case X86_INS_XRSTORS: case X86_INS_FXSAVE: case X86_INS_FXRSTOR: case X86_INS_FXSAVE64:
+    case X86_INS_FXRSTOR64: case X86_INS_XSAVE64: case X86_INS_XRSTOR64:
+        return VM_I_SERIAL;
+    case X86_INS_LFENCE:
+        return VM_I_SERIAL | VM_I_NOSB;
+    case X86_INS_RDTSCP:
+        return VM_I_SERIAL | VM_I_NOSB | VM_I_CLOCK;
+    case X86_INS_RDTSC:
+        return VM_I_CLOCK;
+    case X86_INS_MOV:  /* to a control or debug register */
+        if (x->op_count == 2 && x->operands[0].type == X86_OP_REG &&
+            x->operands[0].reg >= X86_REG_CR0 && x->operands[0].reg <= X86_REG_DR15)
+            return VM_I_SERIAL;
+        return 0;
     default:
-        break;
+        return 0;
     }
-    for (uint8_t i = 0; i < d->groups_count; i++)
-        if (d->groups[i] == X86_GRP_PRIVILEGE || d->groups[i] == X86_GRP_INT || d->groups[i] == X86_GRP_IRET)
-            return 1;
-    return 0;
 }
 
 static int in_group(const cs_detail *d, uint8_t g) {
@@ -196,11 +212,14 @@ int vm_decode_x86(const uint8_t *bytes, size_t len, uint64_t pc, vm_insn_t *in) 
     const char *mn = ci->mnemonic;
     int lea = id == X86_INS_LEA, reads_mem = 0, writes_mem = 0;
     /* a zeroing idiom: the same register twice, nothing read */
-    int zeroing = (id == X86_INS_XOR || id == X86_INS_SUB || id == X86_INS_PXOR || id == X86_INS_XORPS ||
-                   id == X86_INS_XORPD || id == X86_INS_VPXOR || id == X86_INS_VXORPS || id == X86_INS_VXORPD ||
-                   id == X86_INS_SBB) &&
-                  x->op_count == 2 && x->operands[0].type == X86_OP_REG && x->operands[1].type == X86_OP_REG &&
-                  x->operands[0].reg == x->operands[1].reg;
+    int zero_op = id == X86_INS_XOR || id == X86_INS_SUB || id == X86_INS_PXOR || id == X86_INS_XORPS ||
+                  id == X86_INS_XORPD || id == X86_INS_VPXOR || id == X86_INS_VXORPS || id == X86_INS_VXORPD ||
+                  id == X86_INS_SBB || id == X86_INS_PSUBQ || id == X86_INS_VPSUBQ;
+    /* the same register twice as the sources: xor eax,eax; vpxor xmm0,xmm1,xmm1 */
+    int zeroing = zero_op && ((x->op_count == 2 && x->operands[0].type == X86_OP_REG &&
+                               x->operands[1].type == X86_OP_REG && x->operands[0].reg == x->operands[1].reg) ||
+                              (x->op_count == 3 && x->operands[1].type == X86_OP_REG &&
+                               x->operands[2].type == X86_OP_REG && x->operands[1].reg == x->operands[2].reg));
     for (uint8_t i = 0; i < x->op_count; i++) {
         const cs_x86_op *o = &x->operands[i];
         if (o->type == X86_OP_REG) {
@@ -220,6 +239,11 @@ int vm_decode_x86(const uint8_t *bytes, size_t len, uint64_t pc, vm_insn_t *in) 
             }
         }
     }
+    /* a move to memory (capstone 4 marks some VEX stores' memory operand read) */
+    if (pure_load(mn) && x->op_count >= 2 && x->operands[0].type == X86_OP_MEM && id != X86_INS_POP) {
+        reads_mem = 0;
+        writes_mem = 1;
+    }
     /* implicit registers; the stack instructions address through rsp (rbp) */
     int stack = id == X86_INS_PUSH || id == X86_INS_POP || id == X86_INS_CALL || id == X86_INS_RET ||
                 id == X86_INS_LEAVE || id == X86_INS_PUSHFQ || id == X86_INS_POPFQ || id == X86_INS_ENTER;
@@ -229,6 +253,38 @@ int vm_decode_x86(const uint8_t *bytes, size_t len, uint64_t pc, vm_insn_t *in) 
         else add(in->src, &in->nsrc, sizeof in->src, r);
     }
     for (uint8_t i = 0; i < d->regs_write_count; i++) add(in->dst, &in->ndst, sizeof in->dst, d->regs_write[i]);
+    /* the pointers it steps, from their own values: rsp of a stack instruction; rsi, rdi (and rcx under a rep)
+     * of a string instruction */
+    int string = id == X86_INS_MOVSB || id == X86_INS_MOVSW || id == X86_INS_MOVSQ || id == X86_INS_STOSB ||
+                 id == X86_INS_STOSW || id == X86_INS_STOSD || id == X86_INS_STOSQ || id == X86_INS_LODSB ||
+                 id == X86_INS_LODSW || id == X86_INS_LODSD || id == X86_INS_LODSQ || id == X86_INS_SCASB ||
+                 id == X86_INS_SCASW || id == X86_INS_SCASD || id == X86_INS_SCASQ || id == X86_INS_CMPSB ||
+                 id == X86_INS_CMPSW || id == X86_INS_CMPSD || id == X86_INS_CMPSQ ||
+                 ((id == X86_INS_MOVSD || id == X86_INS_MOVSS) && x->op_count == 2 &&
+                  x->operands[0].type == X86_OP_MEM && x->operands[1].type == X86_OP_MEM);
+    for (uint8_t i = 0; i < in->ndst;) {
+        uint8_t r = in->dst[i];
+        if ((stack && r == regmap[X86_REG_RSP]) || (string && (r == regmap[X86_REG_RSI] ||
+                                                               r == regmap[X86_REG_RDI] ||
+                                                               r == regmap[X86_REG_RCX]))) {
+            if (in->nupd < sizeof in->upd) in->upd[in->nupd++] = r;
+            in->dst[i] = in->dst[--in->ndst];
+        } else {
+            i++;
+        }
+    }
+    /* what capstone 4 leaves out: cmpxchg writes rax and the flags, xadd the flags; x87 arithmetic reads and
+     * writes its stack */
+    if (id == X86_INS_CMPXCHG) {
+        add(in->dst, &in->ndst, sizeof in->dst, X86_REG_RAX);
+        add(in->dst, &in->ndst, sizeof in->dst, X86_REG_EFLAGS);
+    } else if (id == X86_INS_XADD) {
+        add(in->dst, &in->ndst, sizeof in->dst, X86_REG_EFLAGS);
+    }
+    if (in_group(d, X86_GRP_FPU) && mn[0] == 'f' && !in->ndst) {
+        in->dst[in->ndst++] = VM_R_X87;
+        if (in->nsrc < sizeof in->src) in->src[in->nsrc++] = VM_R_X87;
+    }
     if (stack) {
         if (id == X86_INS_POP || id == X86_INS_RET || id == X86_INS_LEAVE || id == X86_INS_POPFQ) reads_mem = 1;
         else writes_mem = 1;
@@ -241,12 +297,16 @@ int vm_decode_x86(const uint8_t *bytes, size_t len, uint64_t pc, vm_insn_t *in) 
     if (reads_mem && (pure_load(mn) || id == X86_INS_LEAVE)) {
         in->cls = VM_X_LOAD;
         in->flags |= VM_I_PURELOAD;
-    } else if (writes_mem && !reads_mem && in->cls == VM_X_ALU && (starts(mn, "mov") || stack || starts(mn, "stos"))) {
+    } else if (writes_mem && !reads_mem && (in->cls == VM_X_ALU || in->cls == VM_X_VEC) &&
+               (pure_load(mn) || starts(mn, "mov") || stack || starts(mn, "stos"))) {
         in->cls = VM_X_STORE;
     }
     /* branches */
     int imm = x->op_count == 1 && x->operands[0].type == X86_OP_IMM;
-    if (in_group(d, X86_GRP_CALL)) {
+    if (id == X86_INS_LOOP || id == X86_INS_LOOPE || id == X86_INS_LOOPNE || id == X86_INS_JRCXZ ||
+        id == X86_INS_JECXZ) {
+        in->br = VM_B_COND;
+    } else if (in_group(d, X86_GRP_CALL)) {
         in->br = imm ? VM_B_CALL : VM_B_ICALL;
     } else if (in_group(d, X86_GRP_RET)) {
         in->br = VM_B_RET;
@@ -258,8 +318,9 @@ int vm_decode_x86(const uint8_t *bytes, size_t len, uint64_t pc, vm_insn_t *in) 
         if (!reads_mem || in->br == VM_B_RET) in->cls = VM_X_BRANCH;
         in->flags &= (uint8_t)~VM_I_PURELOAD;
     }
-    if (serialising(id, d)) {
-        in->flags |= VM_I_SERIAL;
+    unsigned sf = serial_flags(id, x);
+    in->flags |= (uint8_t)sf;
+    if ((sf & VM_I_SERIAL) && !(sf & VM_I_NOSB)) {
         in->cls = VM_X_SERIAL;
         if (in->br == VM_B_NONE && (in_group(d, X86_GRP_INT) || in_group(d, X86_GRP_IRET) || id == X86_INS_SYSCALL ||
                                     id == X86_INS_SYSRET || id == X86_INS_SYSENTER || id == X86_INS_SYSEXIT))

@@ -20,6 +20,7 @@
 #define VM_F_KERNEL 4u   /* executed by kernel code */
 #define VM_F_USER   8u   /* executed by user code (neither: firmware / decompressor at boot) */
 #define VM_F_WIDE   16u  /* an 8-byte load: its value may be an address (see vm_access) */
+#define VM_F_IO     32u  /* went to MMIO (no home node): the core executes its instruction, nothing priced */
 
 /* Execution kinds for the user/kernel split. */
 enum { VM_BOOT = 0, VM_KERNEL = 1, VM_USER = 2, VM_KINDS = 3 };
@@ -154,9 +155,12 @@ enum { VM_B_NONE, VM_B_COND, VM_B_JUMP, VM_B_IJUMP, VM_B_CALL, VM_B_ICALL, VM_B_
 #define VM_I_UNKNOWN 4u    /* not decoded: priced as a one-cycle ALU operation, counted */
 #define VM_I_SERIAL 8u     /* waits for every earlier instruction and store (and later ones wait for it) */
 #define VM_I_MEM 16u       /* accesses memory: its access comes (a block cut short by a fault stops there) */
+#define VM_I_NOSB 32u      /* with VM_I_SERIAL: waits for earlier instructions, not for stores to drain (lfence) */
+#define VM_I_CLOCK 64u     /* reads the clock (rdtsc): the core executes up to it before it runs */
 typedef struct {
-    uint8_t cls, br, flags, nsrc, ndst, naddr;
+    uint8_t cls, br, flags, nsrc, ndst, naddr, nupd;
     uint8_t src[6], dst[3], addr[2];
+    uint8_t upd[3];        /* pointers it steps (rsp, rsi, rdi, rcx of a rep): ready a cycle after their own value */
     uint64_t target;       /* a direct branch's target */
 } vm_insn_t;
 typedef struct {

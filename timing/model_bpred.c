@@ -17,8 +17,11 @@
  *
  * A block's branch is identified by the block's end (its fall-through), which
  * is unique per branch. When the next block is neither the fall-through nor
- * the target of a direct branch, an interrupt or exception came between:
- * nothing is learned or charged.
+ * the target of a direct branch, an interrupt came between: nothing is
+ * learned or charged (a call still pushes its return address). A block a
+ * fault cut short never reached its branch (model_exec.c cut_at): nothing is
+ * resolved. An interrupt right after a return or an indirect branch cannot
+ * be told from its target: it is counted as a misprediction.
  */
 #include "model_int.h"
 
@@ -83,9 +86,9 @@ int bp_resolve(model_t *m, cpu_t *p, const vm_block_t *prev, uint64_t next_pc) {
     case VM_B_JUMP:
         if (next_pc != in->target) return -1;
         break;
-    case VM_B_CALL:
-        if (next_pc != in->target) return -1;
+    case VM_B_CALL:  /* it ran (the block ran whole): its return address is pushed, interrupted or not */
         ras_push(g, k, prev->next_pc);
+        if (next_pc != in->target) return -1;
         break;
     case VM_B_IJUMP:
         miss = indirect(g, k, pc, next_pc);

@@ -114,8 +114,11 @@ typedef struct {
     uint64_t *rob_ret;     /* retire time of each instruction in the window, by its slot */
     uint32_t rob_i, frac;  /* the next instruction's window slot; dispatch's sub-ps remainder */
     uint64_t seq, last_retire;
-    uint64_t unit_free[VM_X_CLASSES][MAX_UNITS];  /* unpipelined units (busy > 1 cycle) */
+    uint64_t unit_free[VM_X_CLASSES][MAX_UNITS];  /* unpipelined units (busy > 1 cycle); with one unit, its
+                                                   * recent reservations as (start, end) pairs */
     portslot_t port[VM_X_CLASSES][PORT_SLOTS];
+    uint64_t full_from[VM_X_CLASSES], full_to[VM_X_CLASSES];  /* a run of full cycles (unit_issue) */
+    uint64_t unit_floor[VM_X_CLASSES];  /* one unit: no start before the end of a reservation it forgot */
     fwd_t fwd[FWD_SLOTS];
     const vm_block_t *blk; /* the block executing, and the next of its instructions to execute */
     uint32_t next, executed;  /* executed: of the block before it (vm_core_executed) */

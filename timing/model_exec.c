@@ -40,6 +40,23 @@ uint64_t vm_insn_ps(const model_t *m) { return m->core.dataflow ? m->core.insn_p
 static inline uint64_t unit_issue(const model_t *m, core_t *k, int cls, uint64_t t) {
     const corecfg_t *g = &m->core;
     if (g->busy_cycles[cls] > 1) {
+        if (g->units[cls] == 1) {
+            /* one unit (a divider): the first gap of `busy` at or after t among its recent reservations, so
+             * a divide waiting for a miss does not hold back an independent one issued earlier */
+            uint64_t *u = k->unit_free[cls], s = t > k->unit_floor[cls] ? t : k->unit_floor[cls], b = g->busy_ps[cls];
+            for (int moved = 1; moved;) {
+                moved = 0;
+                for (int i = 0; i < MAX_UNITS; i += 2)
+                    if (u[i + 1] && s < u[i + 1] && s + b > u[i]) s = u[i + 1], moved = 1;
+            }
+            int old = 0;  /* the reservation that ended first makes room; nothing starts before it ended */
+            for (int i = 2; i < MAX_UNITS; i += 2)
+                if (u[i + 1] < u[old + 1]) old = i;
+            if (u[old + 1] > k->unit_floor[cls]) k->unit_floor[cls] = u[old + 1];
+            u[old] = s;
+            u[old + 1] = s + b;
+            return s;
+        }
         uint64_t *u = k->unit_free[cls];
         uint32_t best = 0;
         for (uint32_t i = 1; i < g->units[cls]; i++)
@@ -50,9 +67,12 @@ static inline uint64_t unit_issue(const model_t *m, core_t *k, int cls, uint64_t
     }
     if (g->units[cls] >= g->width) return t;
     /* t / cycle_ps by a multiply (exact but within 1e-4 of a boundary, harmless for a per-cycle count) */
-    uint64_t cyc = (uint64_t)(((unsigned __int128)t * g->cycle_inv) >> 64);
+    uint64_t want = (uint64_t)(((unsigned __int128)t * g->cycle_inv) >> 64), cyc = want;
+    /* every cycle of [full_from, full_to) is known full: a request inside it starts past it */
+    if (cyc >= k->full_from[cls] && cyc < k->full_to[cls]) cyc = k->full_to[cls];
     for (uint32_t i = 0; i < PORT_SLOTS; i++, cyc++) {
         portslot_t *s = &k->port[cls][cyc & (PORT_SLOTS - 1)];
+        if (s->cyc > cyc) return cyc == want ? t : cyc * m->cycle_ps;  /* a later cycle's: not overwritten */
         if (s->cyc != cyc) {
             s->cyc = cyc;
             s->used = 1;
@@ -61,7 +81,11 @@ static inline uint64_t unit_issue(const model_t *m, core_t *k, int cls, uint64_t
         } else {
             continue;
         }
-        return i ? cyc * m->cycle_ps : t;
+        /* the run of full cycles this scan crossed (and this one, if now full) */
+        uint64_t end = s->used >= g->units[cls] ? cyc + 1 : cyc;
+        if (want <= k->full_to[cls] && want >= k->full_from[cls]) k->full_to[cls] = end > k->full_to[cls] ? end : k->full_to[cls];
+        else if (end > want) k->full_from[cls] = want, k->full_to[cls] = end;
+        return cyc == want ? t : cyc * m->cycle_ps;
     }
     return t;
 }
@@ -96,8 +120,9 @@ static inline void retire(const model_t *m, core_t *k, uint64_t done) {
 
 /* A barrier at dispatch time d: every earlier instruction retired and every
  * store drained (a lock operation: every miss arrived, too). */
-static inline uint64_t barrier(cpu_t *p, core_t *k, uint64_t d, int misses) {
-    uint64_t w = k->last_retire > k->sb_last ? k->last_retire : k->sb_last;
+static inline uint64_t barrier(cpu_t *p, core_t *k, uint64_t d, int misses, int stores) {
+    uint64_t w = k->last_retire;
+    if (stores && k->sb_last > w) w = k->sb_last;
     if (misses && k->fb_until > w) w = k->fb_until;
     if (w <= d) return d;
     p->c.fence_stall_ps += w - d;
@@ -122,14 +147,25 @@ static inline void write_dsts(core_t *k, const vm_insn_t *in, uint64_t t) {
     for (uint8_t i = 0; i < in->ndst; i++) k->reg_ready[in->dst[i]] = t;
 }
 
+/* The pointers an instruction steps (a stack pointer by a push or a pop, the
+ * string pointers and count of a rep): each from its own value, an ALU
+ * operation after dispatch d, not after the data it moves. */
+static inline void step_ptrs(const model_t *m, core_t *k, const vm_insn_t *in, uint64_t d) {
+    for (uint8_t i = 0; i < in->nupd; i++) {
+        uint64_t *r = &k->reg_ready[in->upd[i]];
+        *r = (*r > d ? *r : d) + m->core.lat_ps[VM_X_ALU];
+    }
+}
+
 /* An instruction with no access of its own (or whose access went to MMIO):
  * a load without one costs an L1 hit. */
 static inline void exec_plain(model_t *m, cpu_t *p, core_t *k, const vm_insn_t *in) {
     uint64_t d = dispatch(m, p, k);
-    if (in->flags & VM_I_SERIAL) d = barrier(p, k, d, 0);
+    if (in->flags & VM_I_SERIAL) d = barrier(p, k, d, 0, !(in->flags & VM_I_NOSB));
     uint64_t t = ready_of(k, in->addr, in->naddr, ready_of(k, in->src, in->nsrc, d));
     uint64_t done = unit_issue(m, k, in->cls, t) + m->core.lat_ps[in->cls];
     write_dsts(k, in, done);
+    step_ptrs(m, k, in, d);
     if (in->flags & VM_I_SERIAL) hold_until(p, done);
     if (in->flags & VM_I_UNKNOWN) p->c.unknown_insns++;
     k->last_complete = done;
@@ -234,12 +270,13 @@ static void exec_access(model_t *m, cpu_t *p, int c, core_t *k, const vm_insn_t 
     count_access(m, p, flags, sym, kind);
     if (store) sb_room(m, p, k);
     uint64_t d = dispatch(m, p, k);
-    if (atomic || (in->flags & VM_I_SERIAL)) d = barrier(p, k, d, atomic);
+    if (atomic || (in->flags & VM_I_SERIAL)) d = barrier(p, k, d, atomic, atomic || !(in->flags & VM_I_NOSB));
     uint64_t a = ready_of(k, in->addr, in->naddr, d), v = ready_of(k, in->src, in->nsrc, d), done;
     if (store) {
         /* a store (mov, push, call): its destination registers (a stack pointer) from its sources */
         done = a > v ? a : v;
         write_dsts(k, in, v + g->lat_ps[VM_X_ALU]);
+        step_ptrs(m, k, in, d);
         retire(m, k, done);
         store_out(m, p, c, k, pa, vaddr, flags, sym, kind, a, v);
     } else {
@@ -251,6 +288,7 @@ static void exec_access(model_t *m, cpu_t *p, int c, core_t *k, const vm_insn_t 
         if (in->flags & VM_I_PURELOAD) done = data;
         else done = unit_issue(m, k, in->cls, data > v ? data : v) + g->lat_ps[in->cls];
         write_dsts(k, in, done);
+        step_ptrs(m, k, in, d);
         retire(m, k, done);
         if (atomic) hold_until(p, done);  /* a lock operation is a full barrier */
     }
@@ -276,7 +314,10 @@ static void exec_more(model_t *m, cpu_t *p, int c, core_t *k, const vm_insn_t *i
     uint64_t data = mem_load(m, p, c, k, pa, vaddr, flags, sym, kind, k->last_addr_ready, m->core.lat_ps[VM_X_LOAD]);
     for (uint8_t i = 0; i < in->ndst; i++)
         if (data > k->reg_ready[in->dst[i]]) k->reg_ready[in->dst[i]] = data;
-    if (data > k->last_retire) k->last_retire = data;
+    if (data > k->last_retire) {  /* the instruction retires later: its window slot says so */
+        k->last_retire = data;
+        k->rob_ret[(k->rob_i + m->core.rob - 1) % m->core.rob] = data;
+    }
 }
 
 /* The clock's move over one call, less the engine's time for its
@@ -306,9 +347,8 @@ static inline void run_to(model_t *m, cpu_t *p, core_t *k, uint32_t to) {
 static inline uint32_t cut_at(const vm_block_t *prev, uint32_t from, uint64_t pc) {
     if (from >= prev->n || pc == prev->next_pc) return prev->n;
     const vm_insn_t *last = &prev->in[prev->n - 1];
-    if (last->br == VM_B_IJUMP || last->br == VM_B_ICALL || last->br == VM_B_RET ||
-        ((last->br == VM_B_COND || last->br == VM_B_JUMP || last->br == VM_B_CALL) && pc == last->target))
-        return prev->n;
+    if ((last->br == VM_B_COND || last->br == VM_B_JUMP || last->br == VM_B_CALL) && pc == last->target)
+        return prev->n;  /* the branch ran: so did all before it */
     for (uint32_t i = from; i < prev->n; i++)
         if (prev->in[i].flags & VM_I_MEM) return i;
     return prev->n;
@@ -351,8 +391,8 @@ uint64_t vm_core_access(model_t *m, int c, uint32_t idx, uint64_t pa, uint64_t v
     uint64_t t0 = p->c.time_ps, s0 = k->seq;
     int kind = flags & VM_F_USER ? VM_USER : flags & VM_F_KERNEL ? VM_KERNEL : VM_BOOT;
     size_t g = pa >> GRAN_SHIFT;
-    int mapped = g < m->ngran && m->gran_node[g] >= 0;
-    if (!mapped) m->unmapped++;
+    int mapped = !(flags & VM_F_IO) && g < m->ngran && m->gran_node[g] >= 0;
+    if (!mapped && !(flags & VM_F_IO)) m->unmapped++;
     if (idx < k->next) {
         if (mapped) exec_more(m, p, c, k, &b->in[idx], pa, vaddr, flags, sym, kind);
     } else {
@@ -434,9 +474,13 @@ void model_core_shift(model_t *m, cpu_t *p, uint64_t d) {
     if (!vm_core_on(m)) return;
     for (int i = 0; i < VM_NREG; i++) k->reg_ready[i] = back(k->reg_ready[i], d);
     for (uint32_t i = 0; i < m->core.rob; i++) k->rob_ret[i] = back(k->rob_ret[i], d);
-    for (int c = 0; c < VM_X_CLASSES; c++)
+    for (int c = 0; c < VM_X_CLASSES; c++) {
         for (int u = 0; u < MAX_UNITS; u++) k->unit_free[c][u] = back(k->unit_free[c][u], d);
+        k->unit_floor[c] = back(k->unit_floor[c], d);
+    }
     memset(k->port, 0, sizeof k->port);  /* per-cycle counts: forgotten, not moved */
+    memset(k->full_from, 0, sizeof k->full_from);
+    memset(k->full_to, 0, sizeof k->full_to);
     for (int i = 0; i < FWD_SLOTS; i++) {
         k->fwd[i].data_ready = back(k->fwd[i].data_ready, d);
         k->fwd[i].drain = back(k->fwd[i].drain, d);

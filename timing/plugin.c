@@ -168,11 +168,15 @@ static void core_charges(void) {
 
 static void tb_exec(unsigned int vcpu, void *ud) {
     const tbinfo_t *t = ud;
-    /* idle jumps, PAUSE (model.h): every 16th block of a vCPU is soon enough, and the engine's
-     * clock is not free to read */
-    if (stalls && !(sync_tick[vcpu]++ & 15))
-        vm_sync_time(M, (int)vcpu, (uint64_t)((int64_t)qemu_plugin_vcpu_clock_ps() + uncharged[vcpu]));
     uint64_t ps = t->blk ? vm_core_begin(M, (int)vcpu, t->blk) : 0;  /* the previous block's rest, its branch */
+    /* idle jumps, PAUSE (model.h): every 16th block of a vCPU is soon enough, and the engine's clock is not
+     * free to read. The engine counts a block's instructions when it starts it: this one's are not the model's
+     * yet, and what the core just charged is not on the engine's clock yet either. */
+    if (stalls && !(sync_tick[vcpu]++ & 15)) {
+        int64_t e = (int64_t)qemu_plugin_vcpu_clock_ps() + uncharged[vcpu] + (functional ? 0 : (int64_t)ps) -
+                    (int64_t)t->n * (int64_t)(charging ? vm_insn_ps(M) : vm_cycle_ps(M));
+        if (e > 0) vm_sync_time(M, (int)vcpu, (uint64_t)e);
+    }
 
     if (fetch && pricing) ps += vm_fetch(M, (int)vcpu, t->pc, t->bytes, t->sym, (int)t->kind);
     if (!t->blk) ps += vm_insns(M, (int)vcpu, t->n, (int)t->kind);  /* non-zero: a full reorder window */
@@ -231,6 +235,14 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t v
     struct qemu_plugin_hwaddr *hw = qemu_plugin_get_hwaddr(info, vaddr);
     if (!hw || qemu_plugin_hwaddr_is_io(hw)) {
         vm_io_access(M, (int)vcpu);
+        if (core) {  /* the core executes its instruction (as an L1 hit) and moves past it */
+            uint64_t ps = vm_core_access(M, (int)vcpu, (uint32_t)((u >> 4) & 0xfff), UINT64_MAX, vaddr,
+                                         (unsigned)(u & 15) | VM_F_IO, (uint32_t)(u >> 16));
+            if (ps && stalls) {
+                if (functional) uncharged[vcpu] += (int64_t)ps;
+                else qemu_plugin_vcpu_stall_ps(ps);
+            }
+        }
         return;
     }
     unsigned flags = (unsigned)(u & 15);
@@ -284,7 +296,10 @@ static void magic(unsigned int vcpu, void *ud) {  /* ud: its index in its block 
         if (warmup_left) {  /* the experiment starts here: a warm-up never runs into it */
             if (core) {  /* the core executes up to the marker, and counts what it executed */
                 uint64_t ps = vm_core_upto(M, (int)vcpu, (uint32_t)(uintptr_t)ud);
-                if (ps && stalls) qemu_plugin_vcpu_stall_ps(ps);
+                if (ps && stalls) {
+                    if (functional) uncharged[vcpu] += (int64_t)ps;
+                    else qemu_plugin_vcpu_stall_ps(ps);
+                }
                 vm_warmup_done(M, vm_total_insns(M));
             } else {
                 vm_warmup_done(M, warmup_total - warmup_left);
@@ -360,7 +375,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
         if (t->blk) {
             if (is_x86) vm_decode_x86(bytes, len, qemu_plugin_insn_vaddr(insn), &t->blk->in[i]);
             else vm_decode_alpha(bytes, len, qemu_plugin_insn_vaddr(insn), &t->blk->in[i]);
-            if (t->blk->in[i].flags & VM_I_SERIAL)
+            if (t->blk->in[i].flags & (VM_I_SERIAL | VM_I_CLOCK))
                 qemu_plugin_register_vcpu_insn_exec_cb(insn, serial_insn, QEMU_PLUGIN_CB_NO_REGS, (void *)(uintptr_t)i);
         }
         if (is_x86 && len == 3 && bytes[0] == 0x66 && bytes[1] == 0x87 && bytes[2] == 0xdb)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import topologies
 from analysis.rows import insert
+from topologies import core as core_module
 
 QUERY_TABLE = "coreprobe"
 
@@ -119,9 +120,11 @@ def ingest(con, run_id: int, parsed, topo) -> None:
 
 
 def rows(con, run_id: int) -> dict[str, dict]:
-    """name -> its coreprobe row (as a dict), in the guest's order."""
-    return {r["name"]: dict(r) for r in con.execute(
-        "SELECT * FROM coreprobe WHERE run_id = ? ORDER BY rowid", (run_id,))}
+    """name -> its coreprobe row (as a dict), in the probe's order (TESTS; a study's merge may store them in
+    another)."""
+    got = {r["name"]: dict(r) for r in con.execute("SELECT * FROM coreprobe WHERE run_id = ?", (run_id,))}
+    order = {t: i for i, t in enumerate(TESTS)}
+    return dict(sorted(got.items(), key=lambda kv: order.get(kv[0], len(order))))
 
 
 def _topology(con, run_id: int):
@@ -152,6 +155,10 @@ def figures(con, run_id: int, r, params: dict, w) -> None:
         return
     topo, mode = _topology(con, run_id)
     conf, pub = configured(topo), PUBLISHED.get(topo.native_isa, {})
+    native = core_module.NATIVE.get(topo.native_isa)
+    if native is None or (topo.core.exec_table, topo.core.width, topo.core.mispredict_cycles) != (
+            native.exec_table, native.width, native.mispredict_cycles):
+        pub = {}  # a core of its own: the native machine's published figures are not its
     first = next(iter(got.values()))
     ghz = next((x["clock_ghz"] for x in got.values() if x["clock_ghz"]), None)
     w(f"\ncoreprobe ({mode} timing; {topo.core.describe()}): guest clock, CPU {first['cpu']} (node "
@@ -176,9 +183,11 @@ def figures(con, run_id: int, r, params: dict, w) -> None:
         elif name == "scalar_sum" and row["gbps"] is not None:
             extra = f"  ({row['gbps']:.2f} GB/s)"
         w(f"  {name:<18} {fig} {cycs}   {ctext:<22} {ptext}{extra}")
-    for name in PUBLISHED.get(topo.native_isa, {}):
+    for name in pub:
         if name in got:
             w(f"    {name}: {pub[name][3]}")
+    if not pub:
+        w("    published: none shown, this core's figures are its topology's own, not a shipped machine's")
 
 
 def compare_figures(con, run_id: int) -> dict[str, tuple[float, str]]:

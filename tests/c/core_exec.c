@@ -174,6 +174,40 @@ static int decode_x86(void) {
     bad |= !(in.flags & VM_I_MEM);
     vm_decode_x86(ret, sizeof ret, 0x1000, &in);
     bad |= !(in.flags & VM_I_MEM);
+    const uint8_t pop[] = {0x58}, push[] = {0x50};  /* pop rax; push rax: rsp stepped, not written by the data */
+    vm_decode_x86(pop, sizeof pop, 0x1000, &in);
+    bad |= check_regs("pop rax dst", in.dst, in.ndst, REGS(0)) || check_regs("pop rax upd", in.upd, in.nupd, REGS(4));
+    bad |= in.cls != VM_X_LOAD || !(in.flags & VM_I_PURELOAD);
+    vm_decode_x86(push, sizeof push, 0x1000, &in);
+    bad |= in.ndst != 0 || check_regs("push rax upd", in.upd, in.nupd, REGS(4)) || in.cls != VM_X_STORE;
+    const uint8_t movsq[] = {0xf3, 0x48, 0xa5};  /* rep movsq: rsi, rdi, rcx stepped */
+    vm_decode_x86(movsq, sizeof movsq, 0x1000, &in);
+    bad |= check_regs("rep movsq upd", in.upd, in.nupd, REGS(6, 7, 1)) || !(in.flags & VM_I_MEM);
+    const uint8_t vpxor[] = {0xc5, 0xf1, 0xef, 0xc1};  /* vpxor xmm0, xmm1, xmm1: a zeroing idiom */
+    vm_decode_x86(vpxor, sizeof vpxor, 0x1000, &in);
+    bad |= in.nsrc != 0;
+    const uint8_t vst[] = {0xc5, 0xfe, 0x7f, 0x07};  /* vmovdqu [rdi], ymm0: a store */
+    vm_decode_x86(vst, sizeof vst, 0x1000, &in);
+    bad |= in.cls != VM_X_STORE || (in.flags & VM_I_PURELOAD) || in.ndst != 0;
+    const uint8_t lfence[] = {0x0f, 0xae, 0xe8}, rdtsc[] = {0x0f, 0x31}, cli[] = {0xfa}, sfence[] = {0x0f, 0xae, 0xf8};
+    vm_decode_x86(lfence, sizeof lfence, 0x1000, &in);
+    bad |= (in.flags & (VM_I_SERIAL | VM_I_NOSB)) != (VM_I_SERIAL | VM_I_NOSB) || in.cls == VM_X_SERIAL;
+    vm_decode_x86(rdtsc, sizeof rdtsc, 0x1000, &in);
+    bad |= (in.flags & VM_I_SERIAL) || !(in.flags & VM_I_CLOCK);
+    vm_decode_x86(cli, sizeof cli, 0x1000, &in);
+    bad |= (in.flags & VM_I_SERIAL) != 0;
+    vm_decode_x86(sfence, sizeof sfence, 0x1000, &in);
+    bad |= (in.flags & VM_I_SERIAL) != 0;
+    const uint8_t movcr[] = {0x0f, 0x22, 0xd8}, rdcr[] = {0x0f, 0x20, 0xd8};  /* mov cr3, rax; mov rax, cr3 */
+    vm_decode_x86(movcr, sizeof movcr, 0x1000, &in);
+    bad |= !(in.flags & VM_I_SERIAL);
+    vm_decode_x86(rdcr, sizeof rdcr, 0x1000, &in);
+    bad |= (in.flags & VM_I_SERIAL) != 0;
+    const uint8_t loop[] = {0xe2, 0xfe}, cx[] = {0x48, 0x0f, 0xb1, 0x0a};  /* loop .; cmpxchg [rdx], rcx */
+    vm_decode_x86(loop, sizeof loop, 0x1000, &in);
+    bad |= in.br != VM_B_COND;
+    vm_decode_x86(cx, sizeof cx, 0x1000, &in);
+    bad |= check_regs("cmpxchg dst", in.dst, in.ndst, REGS(0, VM_R_FLAGS));
     const uint8_t none[] = {0xd6};  /* not an x86-64 instruction */
     bad |= vm_decode_x86(none, sizeof none, 0x1000, &in) != -1 || !(in.flags & VM_I_UNKNOWN);
     printf("%s decode-x86\n", bad ? "FAIL" : "ok");
@@ -215,6 +249,9 @@ static int decode_alpha(void) {
     le32(b, 0x1au << 26 | 31u << 21 | 26u << 16 | 2u << 14);  /* ret zero, (ra) */
     vm_decode_alpha(b, 4, 0x1000, &in);
     bad |= in.br != VM_B_RET || check_regs("ret src", in.src, in.nsrc, REGS(26));
+    le32(b, 0x11u << 26 | 1u << 21 | 2u << 16 | 0x24u << 5 | 3u);  /* cmoveq r1, r2, r3: r3 kept otherwise */
+    vm_decode_alpha(b, 4, 0x1000, &in);
+    bad |= check_regs("cmoveq src", in.src, in.nsrc, REGS(1, 2, 3));
     le32(b, 0x18u << 26 | 0x4000u);  /* mb */
     vm_decode_alpha(b, 4, 0x1000, &in);
     bad |= !(in.flags & VM_I_SERIAL) || in.cls != VM_X_SERIAL;
@@ -391,6 +428,39 @@ int main(int argc, char **argv) {
         printf("%s GBps %.2f little %.2f prefetches %llu misses %llu l2_hits %llu rob_stall_ns %.0f\n", bad ? "" : "ok",
                gbps, little, (unsigned long long)k->prefetches, (unsigned long long)k->misses,
                (unsigned long long)k->l2_hits, k->rob_stall_ps / 1000.0);
+    } else if (!strcmp(s, "pops")) {
+        /* independent pops (a function's epilogue): each steps rsp from rsp, not from the data it loads, so
+         * they do not chain on the load-to-use latency */
+        vm_block_t *b = block(16, 0x400000);
+        for (int i = 0; i < 16; i++)
+            b->in[i] = (vm_insn_t){.cls = VM_X_LOAD, .flags = VM_I_PURELOAD | VM_I_MEM, .ndst = 1,
+                                   .dst = {(uint8_t)(i % 4)}, .naddr = 1, .addr = {4}, .nupd = 1, .upd = {4}};
+        double c0 = cycles();
+        uint64_t sp = (1ull << 24) - 4096;
+        for (int r = 0; r < N / 16; r++) {
+            vm_core_begin(m, 0, b);
+            for (uint32_t i = 0; i < 16; i++) vm_core_access(m, 0, i, sp + 8 * (i % 8), sp + 8 * (i % 8), VM_F_USER,
+                                                             VM_SYM_USER);
+        }
+        finish();
+        double per = (cycles() - c0 - (double)g->lat_ps[VM_X_SERIAL] / cyc) / N;
+        bad = within("cycles per pop", per, 0.2, (double)g->lat_ps[VM_X_ALU] / cyc * 1.1);
+        printf("%s cycles_per_pop %.3f\n", bad ? "" : "ok", per);
+    } else if (!strcmp(s, "div-behind-miss")) {
+        /* a divide waiting for a miss does not hold the divider from an independent one issued before it */
+        vm_block_t *b = block(4, 0x400000);
+        b->in[0] = (vm_insn_t){.cls = VM_X_LOAD, .flags = VM_I_PURELOAD | VM_I_MEM, .ndst = 1, .dst = {1},
+                               .naddr = 1, .addr = {5}};
+        b->in[1] = op(VM_X_DIV32, 2, 1, -1);   /* on the miss */
+        b->in[2] = op(VM_X_DIV32, 3, 6, -1);   /* independent */
+        b->in[3] = op(VM_X_ALU, 7, 3, -1);     /* its consumer */
+        vm_core_begin(m, 0, b);
+        uint64_t a = 1ull << 25, t0 = m->cpu[0].c.time_ps;
+        vm_core_access(m, 0, 0, a, a, VM_F_USER, VM_SYM_USER);
+        vm_core_end(m, 0);
+        double ready = (double)(m->cpu[0].k.reg_ready[7] - t0) / cyc, div = (double)g->lat_ps[VM_X_DIV32] / cyc;
+        bad = within("cycles to the independent divide's consumer", ready, div, div + 10);
+        printf("%s cycles %.1f divide %.0f\n", bad ? "" : "ok", ready, div);
     } else if (!strcmp(s, "cut")) {
         /* a block of 6 whose memory instruction at 3 never gets its access (a fault), left for a block that does
          * not follow it (the handler): 3 instructions ran; left for its fall-through, all 6 did */
