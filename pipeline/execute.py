@@ -28,7 +28,7 @@ import timing
 import topologies
 from build import wrapper
 from images import kernel
-from pipeline import engines, sampled
+from pipeline import buildkeys, engines, sampled
 from pipeline.spec import InputError, RunSpec, run_key
 from topologies import disks
 
@@ -107,7 +107,8 @@ def prepare(spec: RunSpec) -> Prepared:
     if why and spec.timing == "sampled":
         raise InputError(f"--timing sampled: its regions start from snapshots, and this run cannot restore the "
                          f"machine's ({why})")
-    key = run_key(spec, topo.sha256, plan.all_values, disk_model.label() if disk_model else spec.disk, start)
+    key = run_key(spec, topo.sha256, plan.all_values, disk_model.label() if disk_model else spec.disk, start,
+                  buildkeys.build_keys(spec, exp, variant))
     return Prepared(spec, topo, exp, plan, variant, engine, disk_model, key, start, why)
 
 

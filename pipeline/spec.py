@@ -7,10 +7,12 @@ content (not its name), the experiment and every resolved parameter, the
 kernel (patch set, flavor), how guest time is kept (engine, mode, quantum,
 disk model, timing mode, stalls, HMAT, kernel command line), the seed,
 the repeat index, whether it was restored from a snapshot, and the model's
-warm-up (a sampled run's maxK and warm-up slices too). Limits
-(timeouts) and code versions are not in it: a study skips a key already
-`ok` in its database; re-running after changing vmlab's own code is asked
-for with --rerun.
+warm-up (a sampled run's maxK and warm-up slices too), and what produces
+its figures (pipeline/buildkeys.py: the engine build, the timing model, the
+kernel build, the guest programs), so a study or `./run.py seeds` into a
+database made before any of them changed runs again instead of reusing an
+old figure. Limits (timeouts) and the host side's own code are not in it:
+re-running after changing that is asked for with --rerun.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, fields
 
-KEY_VERSION = 2  # bump when what the key covers changes (2: seed and repeat perturb the guest)
+KEY_VERSION = 3  # bump when what the key covers changes (2: seed and repeat perturb the guest; 3: the builds)
 
 
 class InputError(ValueError):
@@ -84,11 +86,12 @@ def _text(v) -> str:
 
 
 def run_key(spec: RunSpec, topology_sha256: str, resolved_params: dict, disk_label: str | None,
-            start: str = "booted") -> str:
+            start: str = "booted", builds: dict | None = None) -> str:
     """sha256 of what defines the run's result (see the module's docstring).
     start: "booted" or "restored" (from a snapshot after boot: the same inputs
     give other figures, so another key; a booted run keeps the key it had
-    before snapshots existed)."""
+    before snapshots existed). builds: what produces its figures
+    (pipeline/buildkeys.build_keys)."""
     what = {
         "v": KEY_VERSION,
         "topology_sha256": topology_sha256,
@@ -103,6 +106,8 @@ def run_key(spec: RunSpec, topology_sha256: str, resolved_params: dict, disk_lab
     }
     if start != "booted":
         what["start"] = start
+    if builds:
+        what["builds"] = builds
     if spec.warmup_insns:  # a run without a warm-up keeps the key it had before warm-ups existed
         what["warmup_insns"] = spec.warmup_insns
     if spec.slice_insns != 100_000_000:  # likewise the default interval
