@@ -27,7 +27,9 @@ VMSTAT = (*facts.RECLAIM_COUNTERS, "pgscan_", "pgsteal_", "allocstall_", "pgrefi
           "workingset_refault_file", "thp_fault_alloc", "thp_split_page", "thp_swpout")
 # Runs must agree on these, or the comparison compares more than kernels.
 SAME = ("topology_sha256", "experiment", "params_json", "seed", "kernel_flavor", "kernel_config_sha256",
-        "qemu_mode", "timing_mode", "guest_isa")
+        "qemu_mode", "timing_mode", "guest_isa",
+        # what produced the figures: the engine and its series, the timing model and its build, the start
+        "engine_version", "timing_plugin", "start")
 
 
 class CompareError(ValueError):
@@ -103,6 +105,8 @@ def mismatches(runs: list[sqlite3.Row]) -> list[str]:
     """What differs between the runs besides the kernel (each a void comparison)."""
     out = []
     for col in SAME:
+        if col not in runs[0].keys():
+            continue
         vals = {r[col] for r in runs}
         if len(vals) > 1:
             out.append(col)

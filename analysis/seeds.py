@@ -116,8 +116,8 @@ def _render(con, s, run_ids) -> str:
            "kernels: " + "; ".join(f"{k} stands for the seed's {c}" for k, c in seedcol.items()) + f" ({s.pairing})"]
     for k in keys:
         group = [r for kk, v in cols.items() if kk[0] == k[0] for r in v]
-        bad = [c for c in ("topology_sha256", "params_json", "seed", "qemu_mode", "guest_isa")
-               if len({_same(s, r, c) for r in group}) > 1]
+        bad = [c for c in ("topology_sha256", "params_json", "seed", "qemu_mode", "guest_isa", "engine_version",
+                           "timing_plugin", "start") if len({_same(s, r, c) for r in group}) > 1]
         if bad and k == base[k]:
             out.append(f"WARNING: the runs{' on ' + _machine(k) if k[0] else ''} differ in {', '.join(bad)}: "
                        "this compares more than the kernels")

@@ -85,6 +85,18 @@ def test_headline_figures_come_first_and_undeclared_ones_are_not_judged(three):
     assert line.verdicts == [""] and not line.headline   # not a declared metric: no direction
 
 
+@pytest.mark.parametrize("col,value", [("engine_version", "QEMU 10.0.2 + vmlab series 000000000000"),
+                                       ("timing_plugin", "vmlab_timing model 3 sha256 000000000000"),
+                                       ("start", "restored")])
+def test_runs_made_by_another_engine_model_or_start_are_flagged(three, col, value):
+    """Kernels compared on figures another engine, timing model or start
+    produced: one visible line names what differs."""
+    con, _, (base, zra, _) = three
+    assert "WARNING" not in compare.render(con, [base, zra])
+    con.execute(f"UPDATE runs SET {col} = ? WHERE id = ?", (value, zra))
+    assert f"WARNING: the runs differ in {col}" in compare.render(con, [base, zra])
+
+
 def test_runs_that_differ_beyond_the_kernel_are_flagged(three):
     con, _, (base, _, other) = three
     out = compare.render(con, [base, other])
