@@ -1,11 +1,11 @@
 """Fast tests of the core probe (experiments/coreprobe): its guest program
 compiled for the host as the image build compiles it and run natively on
-tiny sizes (every test reports, and the host's own core orders them as any
-core does: a dependent add chain is slower per add than four independent
-ones, a divide slower than a multiply, memory slower than the L1, a fork
-slower than a page fault slower than a system call), then its records
-ingested into the `coreprobe` table and summarised. Directions only: the
-host's figures are its own, not the modeled machine's."""
+tiny sizes (every test reports, with consistent figures), then its records
+ingested into the `coreprobe` table and summarised. No host timing is
+asserted: the host is shared and noisy (a loaded CI host once timed the
+independent adds 90x slower than the dependent ones); what the probe
+measures is checked on the guest's own clock, which repeats exactly, in
+tests/test_coreprobe_e2e.py."""
 import json
 import platform
 import subprocess
@@ -63,17 +63,6 @@ def test_every_test_reports_once_with_its_figures(native):
     assert b["ns_per_op"] == pytest.approx(2 * (recs["branch_random"]["ns_per_op"]
                                                 - recs["branch_predictable"]["ns_per_op"]), rel=1e-3, abs=1e-3)
     assert recs["dep_add"]["impl"] == ("x86_64 asm" if platform.machine() == "x86_64" else "c")
-
-
-def test_the_host_core_orders_the_tests_as_any_core_does(native):
-    _, recs, _ = native
-    ns = {k: v["ns_per_op"] for k, v in recs.items()}
-    assert ns["dep_add"] > 1.5 * ns["indep_add"]           # a chain waits for each add; four chains overlap
-    assert ns["div32"] > 2 * ns["imul"] > 2 * ns["dep_add"]
-    assert ns["div64"] >= 0.8 * ns["div32"]
-    assert ns["index_chase"] > 5 * ns["l1_load"] and ns["pointer_chase"] > 5 * ns["l1_load"]
-    assert ns["branch_random"] > ns["branch_predictable"]  # random bits mispredict
-    assert ns["fork"] > ns["page_fault"] > ns["syscall"] > ns["dep_add"]
 
 
 def test_bad_arguments_are_refused(program):
