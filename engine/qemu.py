@@ -70,14 +70,6 @@ def check_quantum(quantum_ns) -> int:
     return int(q)
 
 
-def core_insn_ps(topo) -> int:
-    """Guest time per instruction once the timing model's core charges the
-    rest (stalls charged): the core's best case, `width` instructions a
-    cycle. The plugin sets it in the engine when it starts charging (series
-    patch 0019, qemu_plugin_set_insn_ps); the command line keeps the cycle."""
-    return topo.core.insn_ps(topo.cycle_ps)
-
-
 def clock_args(topo, mode: str, quantum_ns: int = QUANTUM_NS, vcpu_clocks: bool = True) -> list[str]:
     """vcpu_clocks=False: upstream -icount (one counter for every vCPU), for
     comparing with Debian's binary (`--engine debian`)."""
@@ -108,13 +100,16 @@ def with_test_hooks(cmd: list[str]) -> list[str]:
     return cmd[:i] + [f"{cmd[i]},x-kick-storm-us={int(us)}"] + cmd[i + 1:]
 
 
-def clock_model(topo, mode: str, quantum_ns: int, stalls: bool, vcpu_clocks: bool = True,
-                insn_ps: int | None = None) -> str:
-    """How guest time is kept, for the run row and the summary."""
+def clock_model(topo, mode: str, quantum_ns: int, stalls: bool, vcpu_clocks: bool = True) -> str:
+    """How guest time is kept, for the run row and the summary. With stalls
+    charged, an out-of-order core's plugin sets the engine's time per
+    instruction to the core's best case (series patch 0019, timing/plugin.c
+    core_charges; the command line keeps the cycle)."""
     if mode == "icount" and not vcpu_clocks:
         return "upstream icount: one instruction counter for every vCPU, 1 instruction = 1 ns"
-    if mode == "icount" and insn_ps:
-        return (f"per-vCPU clocks: {insn_ps} ps per instruction at best ({topo.core.width} a cycle at "
+    if mode == "icount" and stalls and topo.core.model == "out-of-order":
+        return (f"per-vCPU clocks: {topo.core.insn_ps(topo.cycle_ps)} ps per instruction at best "
+                f"({topo.core.width} a cycle at "
                 f"{topo.clock_ghz} GHz, set by the timing plugin when it starts charging), the model's core "
                 f"charging the rest (dataflow, latencies, branch mispredictions, memory), PAUSE "
                 f"{topo.pause_cycles} cycles, quantum {quantum_ns} ns")

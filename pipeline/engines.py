@@ -151,7 +151,6 @@ class QemuEngine(Engine):
 
     def invocation(self, spec, topo, built, initrd: Path, swap_img, data_img, plugin, disk_model) -> Invocation:
         stalls = spec.timing == "detailed" and not spec.no_stalls and spec.qemu_mode == "icount"
-        insn_ps = qemu.core_insn_ps(topo) if stalls and self.ours else None
         append = " ".join(w for w in (spec.kernel_append.strip(), qemu.perturbation(spec.seed, spec.repeat)) if w)
         cmd = qemu.command_line(topo, built.kernel_dir / "kernel", initrd, binary=self.binary(built, topo),
                                 mode=spec.qemu_mode, quantum_ns=spec.quantum_ns, swap_image=swap_img,
@@ -159,8 +158,7 @@ class QemuEngine(Engine):
                                 plugin=plugin, vcpu_clocks=self.ours,
                                 disk=disk_model if (swap_img or data_img) else None)
         return Invocation(qemu.with_test_hooks(cmd),
-                          qemu.clock_model(topo, spec.qemu_mode, spec.quantum_ns, stalls, vcpu_clocks=self.ours,
-                                           insn_ps=insn_ps),
+                          qemu.clock_model(topo, spec.qemu_mode, spec.quantum_ns, stalls, vcpu_clocks=self.ours),
                           spec.quantum_ns if spec.qemu_mode == "icount" and self.ours else None,
                           self.label(built, topo))
 
@@ -210,11 +208,10 @@ class QemuEngine(Engine):
 
     def restore_invocation(self, spec, topo, built, cache: Path, sdir: Path, images, plugin, disk_model,
                            stalls: bool) -> Invocation:
-        insn_ps = qemu.core_insn_ps(topo) if stalls else None  # the core charges what is beyond its best case
         cmd = self._snapshot_cmd(spec, topo, built, built.kernel_dir / "kernel", _boot_initrd(cache, built), images,
                                  disk_model, plugin) + snapshot.restore_args(sdir)
         cmd = qemu.with_test_hooks(cmd)
-        return Invocation(cmd, qemu.clock_model(topo, "icount", spec.quantum_ns, stalls, insn_ps=insn_ps)
+        return Invocation(cmd, qemu.clock_model(topo, "icount", spec.quantum_ns, stalls)
                           + ", restored from a snapshot",
                           spec.quantum_ns, self.label(built, topo))
 

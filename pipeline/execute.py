@@ -421,10 +421,8 @@ class SampledContext:
     def cmd(self, state_dir: Path, images, conf_text: str, conf_path: Path) -> list[str]:
         conf_path.write_text(conf_text)
         p = self.prep
-        # a region's detailed slices charge the core's stalls: the engine runs at the core's best case
         return p.engine.restore_invocation(self.spec, p.topo, self.built, cache_dir(), state_dir, images,
-                                           (self.built.plugin, conf_path), p.disk_model,
-                                           "plugin.stalls on" in conf_text.splitlines()).cmd
+                                           (self.built.plugin, conf_path), p.disk_model, False).cmd
 
     def disks(self, d: Path) -> tuple[Path, Path, Path]:
         fixed = self.prep.engine.snapshot_disks(self.prep.topo)

@@ -15,12 +15,10 @@ import topologies
 from experiments import facts
 from tests.cbuild import gcc
 
-MODEL_C = [str(s) for s in T.SOURCES if s.name.startswith("model") and s.suffix == ".c"]
-
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
-    return gcc(tmp_path_factory.mktemp("core") / "core_mlp", Path(__file__).parent / "c" / "core_mlp.c", *MODEL_C,
+    return gcc(tmp_path_factory.mktemp("core") / "core_mlp", Path(__file__).parent / "c" / "core_mlp.c", *T.MODEL_C,
                include=[T.HERE])
 
 
@@ -90,6 +88,8 @@ def test_core_limits_are_the_model_s_arrays():
                         ("store_buffer", "MAX_SB"), ("prefetch_streams", "MAX_STREAMS"),
                         ("prefetch_distance", "MAX_PF_DIST")]:
         assert core.LIMITS[field][1] == facts.integer(hdr, name), field
+    # the classes of instruction, in the order the config's exec lines take them
+    assert core.CLASSES == tuple(name for _, name in facts.xmacro(T.HERE / "model.h", "VM_EXEC_CLASSES", 2))
 
 
 @pytest.mark.parametrize("field,value,expected", [

@@ -17,14 +17,12 @@ import topologies
 from tests import bootstrapped
 from tests.cbuild import gcc
 
-MODEL_C = [str(s) for s in T.SOURCES if s.suffix == ".c" and s.name.startswith(("model", "decode"))]
-
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
     bootstrapped.apt("libcapstone-dev")
-    return gcc(tmp_path_factory.mktemp("exec") / "core_exec", Path(__file__).parent / "c" / "core_exec.c", *MODEL_C,
-               include=[T.HERE], libs=["-lcapstone"])
+    return gcc(tmp_path_factory.mktemp("exec") / "core_exec", Path(__file__).parent / "c" / "core_exec.c",
+               *T.MODEL_C, *T.DECODE_C, include=[T.HERE], libs=["-lcapstone"])
 
 
 def run(harness, tmp_path, topo, scenario):

@@ -15,13 +15,11 @@ import timing as T
 import topologies
 from tests.cbuild import gcc
 
-MODEL_C = [str(s) for s in T.SOURCES if s.name.startswith("model") and s.suffix == ".c"]
-
 
 @pytest.fixture(scope="module")
 def figures(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("l3")
-    exe = gcc(tmp / "l3_socket", Path(__file__).parent / "c" / "l3_socket.c", *MODEL_C, include=[T.HERE])
+    exe = gcc(tmp / "l3_socket", Path(__file__).parent / "c" / "l3_socket.c", *T.MODEL_C, include=[T.HERE])
     topo = topologies.load("x86-2s")
     text = T.config_text(topo, "detailed", tmp / "o.json").replace("core ooo", "core blocking")
     (tmp / "t.conf").write_text(text)

@@ -17,12 +17,11 @@ USER = 8
 
 
 # the model without the QEMU glue (plugin.c)
-MODEL_C = [str(s) for s in T.SOURCES if s.name.startswith("model") and s.suffix == ".c"]
 
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    out = gcc(tmp_path_factory.mktemp("model") / "libvmlab_model.so", *MODEL_C, flags=SHARED)
+    out = gcc(tmp_path_factory.mktemp("model") / "libvmlab_model.so", *T.MODEL_C, flags=SHARED)
     lib = ctypes.CDLL(str(out))
     lib.vm_model_new.restype = ctypes.c_void_p
     lib.vm_model_new.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
@@ -217,7 +216,7 @@ def test_coherence_invariants_hold_under_random_traffic(tmp_path, name):
     line in E/M is in no other cache (tests/c/timing_invariants.c)."""
     src = Path(__file__).parent / "c" / "timing_invariants.c"
     # the harness's main() ignores its argc
-    exe = gcc(tmp_path / "inv", src, *MODEL_C, flags=["-fsanitize=address,undefined", "-Wno-unused-parameter"],
+    exe = gcc(tmp_path / "inv", src, *T.MODEL_C, flags=["-fsanitize=address,undefined", "-Wno-unused-parameter"],
               include=[T.HERE])
     text = T.config_text(topologies.load(name), "detailed", tmp_path / "o.json")
     lines = [("l1d 512 2 3" if ln.startswith("l1d ") else "l2 2048 4 12" if ln.startswith("l2 ") else ln)

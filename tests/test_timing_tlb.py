@@ -16,12 +16,10 @@ import topologies
 from tests.cbuild import gcc
 from topologies import tlb
 
-MODEL_C = [str(s) for s in T.SOURCES if s.name.startswith("model") and s.suffix == ".c"]
-
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
-    return gcc(tmp_path_factory.mktemp("tlb") / "tlb_walk", Path(__file__).parent / "c" / "tlb_walk.c", *MODEL_C,
+    return gcc(tmp_path_factory.mktemp("tlb") / "tlb_walk", Path(__file__).parent / "c" / "tlb_walk.c", *T.MODEL_C,
                include=[T.HERE])
 
 

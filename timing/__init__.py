@@ -29,6 +29,9 @@ SOURCES = [*(HERE / n for n in ("model.h", "model_int.h", "model_core.h", "model
                                 "plugin_bbv.c", "plugin_bbv.h")),
            facts.HEADER]
 INCLUDE = facts.HEADER.parent
+# the QEMU-free parts the C tests link: the model, and the decoders (which need -lcapstone)
+MODEL_C = [s for s in SOURCES if s.suffix == ".c" and s.name.startswith("model")]
+DECODE_C = [s for s in SOURCES if s.suffix == ".c" and s.name.startswith("decode")]
 MODES = ("off", "fast", "detailed")
 # Read from model_int.h, where the model defines them:
 MAX_HOPS = facts.integer(MODEL_INT, "MAX_HOPS")             # per-hop counters: hops 0..MAX_HOPS-1

@@ -144,8 +144,14 @@ size_t vm_state_bytes(const model_t *m);
  * is the dispatch clock: it stalls on a full window, a misprediction, a
  * barrier or a full store buffer. Without a decoder (or a core) vm_insns and
  * vm_access price a plain access stream as before. */
-enum { VM_X_ALU, VM_X_MUL, VM_X_DIV32, VM_X_DIV64, VM_X_FPADD, VM_X_FPMUL, VM_X_FPDIV, VM_X_VEC, VM_X_LOAD,
-       VM_X_STORE, VM_X_BRANCH, VM_X_SERIAL, VM_X_CLASSES };
+/* The classes of instruction, in the order of the config's `exec` lines
+ * (topologies/core.py CLASSES: a test checks it against this list). */
+#define VM_EXEC_CLASSES(X) X(ALU, "alu") X(MUL, "mul") X(DIV32, "div32") X(DIV64, "div64") X(FPADD, "fpadd") \
+    X(FPMUL, "fpmul") X(FPDIV, "fpdiv") X(VEC, "vec") X(LOAD, "load") X(STORE, "store") X(BRANCH, "branch") \
+    X(SERIAL, "serial")
+#define VM_X_ENUM(id, name) VM_X_##id,
+enum { VM_EXEC_CLASSES(VM_X_ENUM) VM_X_CLASSES };
+#undef VM_X_ENUM
 /* How a block-ending instruction leaves it (predicted at the next block). */
 enum { VM_B_NONE, VM_B_COND, VM_B_JUMP, VM_B_IJUMP, VM_B_CALL, VM_B_ICALL, VM_B_RET, VM_B_OTHER };
 #define VM_NREG 64         /* architectural registers the scoreboard tracks (decode.h numbers them) */
@@ -176,6 +182,7 @@ uint64_t vm_insn_ps(const model_t *m); /* the engine's time per instruction: the
  * once the core's stalls are charged): vm_insns advances the clock by that,
  * and the core's calls return what its clock moved beyond it. */
 void vm_set_engine_insn_ps(model_t *m, uint64_t ps);
+uint64_t vm_engine_insn_ps(const model_t *m);  /* what it counts now (its cycle unless set) */
 /* cpu starts block b: the rest of its previous block is executed, that
  * block's branch resolved against b's pc (a misprediction redirects the
  * front end), b becomes current. A previous block left for a block that does

@@ -21,12 +21,12 @@
 
 /* --- the L2 streamer (model_core.h) ------------------------------------------------- */
 /* The L2 streamer, trained by an L1 miss to line at now (see model_core.h).
- * queue: a prefetch that finds the L2 queue full waits for the first entry to
- * free, as long as that is within a miss's latency to its home (the dataflow core,
- * whose demand misses come as fast as the machine's: left to drop, the
- * prefetches never get ahead of them and a stream stays at what the fill
- * buffers alone give); else it is dropped (the access stream's rule). */
-void stream_train(model_t *m, int c, uint64_t line, uint64_t now, int queue) {
+ * A prefetch that finds the L2 queue full waits for the first entry to free,
+ * for at most a miss's latency to its home (Intel's L2 keeps a queue of
+ * prefetch requests; the superqueue takes demand and prefetch alike): under
+ * the dataflow core the demand misses of a read loop come as fast as the
+ * machine's, and prefetches dropped at a full queue never got ahead of them. */
+void stream_train(model_t *m, int c, uint64_t line, uint64_t now) {
     cpu_t *p = &m->cpu[c];
     core_t *k = &p->k;
     uint32_t page_shift = 12 - m->line_shift;
@@ -61,7 +61,7 @@ void stream_train(model_t *m, int c, uint64_t line, uint64_t now, int queue) {
         if (g >= m->ngran || m->gran_node[g] < 0) break;
         uint32_t q = first_free(k->sq_ready, m->core.l2_queue);
         uint64_t start = k->sq_ready[q] > now ? k->sq_ready[q] : now;
-        if (start > now && (!queue || start - now > m->mem_ps[p->node][m->gran_node[g]]))
+        if (start > now && start - now > m->mem_ps[p->node][m->gran_node[g]])
             break;  /* the queue is full (for longer than a miss to that home takes) */
         m->now_ps = start;
         txn_t t = {.p = p, .c = c, .me = p->node, .home = m->gran_node[g], .excl = 0, .st2 = S_INV, .line = pl};
@@ -173,7 +173,7 @@ uint64_t vm_access(model_t *m, int c, uint64_t pa, uint64_t vaddr, unsigned flag
         k->stage_ready = ready;
         *value_slot = &k->stage_value;
     }
-    if (l1miss && m->core.streams) stream_train(m, c, line, now, 0);
+    if (l1miss && m->core.streams) stream_train(m, c, line, now);
     return p->c.time_ps - t0;
 }
 
@@ -185,7 +185,7 @@ uint64_t vm_insns(model_t *m, int c, uint32_t n, int kind) {
     /* base CPI 1: instruction fetch modeled as L1I hits; when the engine runs at the core's best case
      * (vm_set_engine_insn_ps: a block the core does not execute, before a booted run's pricing starts), that
      * time, so the model's clock and the engine's stay together */
-    p->c.time_ps += (uint64_t)n * (m->engine_insn_ps ? m->engine_insn_ps : m->cycle_ps);
+    p->c.time_ps += (uint64_t)n * vm_engine_insn_ps(m);
     p->kind_insns[kind] += n;
     if (!m->core.ooo || p->k.fb_until <= p->c.time_ps) return 0;
     uint64_t t0 = p->c.time_ps;
@@ -211,13 +211,12 @@ uint64_t vm_total_insns(const model_t *m) {
 }
 
 void vm_set_engine_insn_ps(model_t *m, uint64_t ps) { m->engine_insn_ps = ps; }
+uint64_t vm_engine_insn_ps(const model_t *m) { return m->engine_insn_ps ? m->engine_insn_ps : m->cycle_ps; }
 
 /* Every time a CPU's state holds, d earlier (0 stays 0: an empty entry).
  * After a functional warm-up the CPU's clock ran ahead of the engine's by
  * what it did not charge; moved back, the CPUs share one time again, which
  * the shared bandwidth calendar (cal_take) and the queues need. */
-static inline uint64_t back(uint64_t t, uint64_t d) { return t > d ? t - d : 0; }
-
 void vm_shift_time(model_t *m, int c, uint64_t d) {
     cpu_t *p = &m->cpu[c];
     core_t *k = &p->k;

@@ -153,8 +153,9 @@ static void parse_core(model_t *m, cfg_t *cf, const char *key, const char *p) {
 
 /* The dataflow core's lines (topologies/core.py Core.config_lines; figures in
  * cycles, turned into ps once the clock is known: core_finish). */
-static const char *const CLASS_NAMES[VM_X_CLASSES] = {"alu", "mul", "div32", "div64", "fpadd", "fpmul", "fpdiv",
-                                                      "vec", "load", "store", "branch", "serial"};
+#define VM_X_NAME(id, name) name,
+static const char *const CLASS_NAMES[VM_X_CLASSES] = {VM_EXEC_CLASSES(VM_X_NAME)};
+#undef VM_X_NAME
 
 static int in_range(const char *p, long lo, long hi, long *v) {
     char extra[2];

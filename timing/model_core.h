@@ -23,7 +23,8 @@
  * page takes its slot from the one there), two L1 misses a small distance apart in
  * one direction start a stream; then each further miss in that page issues
  * prefetches for the lines up to `prefetch_distance` ahead, into the L2, as
- * far as free L2 queue entries allow (a prefetch never waits). A demand
+ * far as L2 queue entries allow (a prefetch waits for one for at most a miss's
+ * latency to its home: model_access.c stream_train). A demand
  * access to a line still arriving waits for it like a merge into the miss.
  *
  * Time: "now" is the CPU's modeled clock (instructions at the topology's

@@ -195,7 +195,7 @@ static inline uint64_t l1_fill(model_t *m, cpu_t *p, int c, core_t *k, uint64_t 
     k->fb_insn[f] = NO_ROB;  /* the window is the core's own (rob_ret), not the access stream's count */
     if (ready > k->fb_until) k->fb_until = ready;
     infl_set(k, line, ready);
-    if (m->core.streams) stream_train(m, c, line, now, 1);
+    if (m->core.streams) stream_train(m, c, line, now);
     return ready;
 }
 
@@ -467,8 +467,6 @@ size_t model_core_bytes(const model_t *m) {
 }
 
 /* Every time the dataflow core holds, d earlier (vm_shift_time). */
-static inline uint64_t back(uint64_t t, uint64_t d) { return t > d ? t - d : 0; }
-
 void model_core_shift(model_t *m, cpu_t *p, uint64_t d) {
     core_t *k = &p->k;
     if (!vm_core_on(m)) return;

@@ -76,8 +76,11 @@ static inline void wait_until(model_t *m, cpu_t *p, uint64_t t, uint64_t *cause,
     charge(m, p, d, sym, kind);
 }
 
+/* t moved d earlier, 0 staying 0 (an empty entry): vm_shift_time. */
+static inline uint64_t back(uint64_t t, uint64_t d) { return t > d ? t - d : 0; }
+
 /* The L2 streamer, trained by an L1 miss to line at now (model_access.c). */
-void stream_train(model_t *m, int c, uint64_t line, uint64_t now, int queue) __attribute__((visibility("hidden")));
+void stream_train(model_t *m, int c, uint64_t line, uint64_t now) __attribute__((visibility("hidden")));
 
 /* An L1 miss (or a write to a line held shared): an L2 hit answered from
  * `issue`, or a transaction at the line's home directory, counted, started

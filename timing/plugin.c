@@ -54,7 +54,6 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 typedef struct {
     uint32_t n, kind, bb, bytes, sym, spin, halt;  /* spin: holds a PAUSE; halt: ends in HLT (plugin_bbv.c) */
-    uint32_t pauses;   /* how many PAUSEs it holds */
     uint64_t pc;
     vm_block_t *blk;   /* its instructions decoded for the core (NULL: no core, or not priced) */
 } tbinfo_t;
@@ -151,6 +150,14 @@ static uint64_t lock_causality(unsigned vcpu, qemu_plugin_meminfo_t info, uint64
     return 0;
 }
 
+/* What the model says a vCPU waits for: on its clock, or, in a functional
+ * warm-up, kept apart (uncharged). */
+static inline void charge(unsigned vcpu, uint64_t ps) {
+    if (!ps || !stalls) return;
+    if (functional) uncharged[vcpu] += (int64_t)ps;
+    else qemu_plugin_vcpu_stall_ps(ps);
+}
+
 /* The core starts charging: the engine counts the core's best case per
  * instruction from now on (series patch 0019) and the model its charges
  * against that. Once: at a restored run's first vCPU, a booted run's price
@@ -174,25 +181,17 @@ static void tb_exec(unsigned int vcpu, void *ud) {
      * yet, and what the core just charged is not on the engine's clock yet either. */
     if (stalls && !(sync_tick[vcpu]++ & 15)) {
         int64_t e = (int64_t)qemu_plugin_vcpu_clock_ps() + uncharged[vcpu] + (functional ? 0 : (int64_t)ps) -
-                    (int64_t)t->n * (int64_t)(charging ? vm_insn_ps(M) : vm_cycle_ps(M));
+                    (int64_t)t->n * (int64_t)vm_engine_insn_ps(M);
         if (e > 0) vm_sync_time(M, (int)vcpu, (uint64_t)e);
     }
 
     if (fetch && pricing) ps += vm_fetch(M, (int)vcpu, t->pc, t->bytes, t->sym, (int)t->kind);
     if (!t->blk) ps += vm_insns(M, (int)vcpu, t->n, (int)t->kind);  /* non-zero: a full reorder window */
-    if (ps && stalls) {
-        if (functional) uncharged[vcpu] += (int64_t)ps;
-        else qemu_plugin_vcpu_stall_ps(ps);
-    }
+    charge(vcpu, ps);
     if (warmup_left) {  /* restored runs only, priced from the restore; one thread (icount) */
-        if (core && warmup_left <= t->n) {
-            /* the core has executed every block before this one: the warm-up ends with them */
-            vm_warmup_done(M, vm_total_insns(M));
-            warmup_left = 0;
-        } else {
-            warmup_left = warmup_left > t->n ? warmup_left - t->n : 0;
-            if (!warmup_left) vm_warmup_done(M, warmup_total);
-        }
+        warmup_left = warmup_left > t->n ? warmup_left - t->n : 0;
+        /* its length as the model counted it (the core executes a block when the next one starts) */
+        if (!warmup_left) vm_warmup_done(M, vm_total_insns(M));
     }
     if (t->bb) bbv_exec(vcpu, t->bb, t->n, t->pc, (int)t->spin, (int)t->halt);
 }
@@ -201,10 +200,7 @@ static void tb_exec(unsigned int vcpu, void *ud) {
  * the core executes up to it, so a barrier's wait is on the vCPU's clock before
  * the guest reads that clock (lfence; rdtsc in the vDSO's clock_gettime). */
 static void serial_insn(unsigned int vcpu, void *ud) {
-    uint64_t ps = vm_core_upto(M, (int)vcpu, (uint32_t)(uintptr_t)ud);
-    if (!ps || !stalls) return;
-    if (functional) uncharged[vcpu] += (int64_t)ps;
-    else qemu_plugin_vcpu_stall_ps(ps);
+    charge(vcpu, vm_core_upto(M, (int)vcpu, (uint32_t)(uintptr_t)ud));
 }
 
 /* fast mode, plugin.mem_hops on: the access's line for the cache filter
@@ -235,14 +231,9 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t v
     struct qemu_plugin_hwaddr *hw = qemu_plugin_get_hwaddr(info, vaddr);
     if (!hw || qemu_plugin_hwaddr_is_io(hw)) {
         vm_io_access(M, (int)vcpu);
-        if (core) {  /* the core executes its instruction (as an L1 hit) and moves past it */
-            uint64_t ps = vm_core_access(M, (int)vcpu, (uint32_t)((u >> 4) & 0xfff), UINT64_MAX, vaddr,
-                                         (unsigned)(u & 15) | VM_F_IO, (uint32_t)(u >> 16));
-            if (ps && stalls) {
-                if (functional) uncharged[vcpu] += (int64_t)ps;
-                else qemu_plugin_vcpu_stall_ps(ps);
-            }
-        }
+        if (core)  /* the core executes its instruction (as an L1 hit) and moves past it */
+            charge(vcpu, vm_core_access(M, (int)vcpu, (uint32_t)((u >> 4) & 0xfff), UINT64_MAX, vaddr,
+                                        (unsigned)(u & 15) | VM_F_IO, (uint32_t)(u >> 16)));
         return;
     }
     unsigned flags = (unsigned)(u & 15);
@@ -259,13 +250,10 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t v
         qemu_plugin_mem_value v = qemu_plugin_mem_get_value(info);
         *slot = v.type == QEMU_PLUGIN_MEM_VALUE_U64 ? v.data.u64 : 0;
     }
-    if (!stalls) return;
-    if (functional) {  /* nothing charged, not even a lock's hand-off wait */
-        uncharged[vcpu] += (int64_t)ps;
-        return;
-    }
-    if (flags & VM_F_ATOMIC) ps += lock_causality(vcpu, info, pa & ~line_mask, flags & VM_F_WRITE);
-    if (ps) qemu_plugin_vcpu_stall_ps(ps);
+    /* a lock's hand-off wait is the guest's, not the model's: none in a functional warm-up */
+    if (stalls && !functional && (flags & VM_F_ATOMIC))
+        ps += lock_causality(vcpu, info, pa & ~line_mask, flags & VM_F_WRITE);
+    charge(vcpu, ps);
 }
 
 uint64_t read_reg(struct qemu_plugin_register *r) {
@@ -294,16 +282,8 @@ static void magic(unsigned int vcpu, void *ud) {  /* ud: its index in its block 
     if ((rax >> 8) != VMLAB_PHASE_MAGIC) return;
     if ((rax & 0xff) == VMLAB_OP_PRICE) {
         if (warmup_left) {  /* the experiment starts here: a warm-up never runs into it */
-            if (core) {  /* the core executes up to the marker, and counts what it executed */
-                uint64_t ps = vm_core_upto(M, (int)vcpu, (uint32_t)(uintptr_t)ud);
-                if (ps && stalls) {
-                    if (functional) uncharged[vcpu] += (int64_t)ps;
-                    else qemu_plugin_vcpu_stall_ps(ps);
-                }
-                vm_warmup_done(M, vm_total_insns(M));
-            } else {
-                vm_warmup_done(M, warmup_total - warmup_left);
-            }
+            if (core) charge(vcpu, vm_core_upto(M, (int)vcpu, (uint32_t)(uintptr_t)ud));  /* up to the marker */
+            vm_warmup_done(M, vm_total_insns(M));
             warmup_left = 0;
         }
         if (!pricing) {
@@ -380,7 +360,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
         }
         if (is_x86 && len == 3 && bytes[0] == 0x66 && bytes[1] == 0x87 && bytes[2] == 0xdb)
             qemu_plugin_register_vcpu_insn_exec_cb(insn, magic, QEMU_PLUGIN_CB_R_REGS, (void *)(uintptr_t)i);
-        if (is_x86 && len == 2 && bytes[0] == 0xf3 && bytes[1] == 0x90) t->spin = 1, t->pauses++;  /* PAUSE */
+        if (is_x86 && len == 2 && bytes[0] == 0xf3 && bytes[1] == 0x90) t->spin = 1;  /* PAUSE */
         if (is_x86 && len == 1 && bytes[0] == 0xf4) t->halt = 1;  /* HLT */
         if (mem_hops && t->bb)
             qemu_plugin_register_vcpu_mem_cb(insn, mem_hop, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, t);

@@ -43,6 +43,7 @@ PIPELINE_LIMITS = {
     "return_stack": (1, 64, False),               # return address stack
 }
 # The classes of instruction the model prices, in the order of its config's exec lines
+# (timing/model.h VM_EXEC_CLASSES, which a test compares with this)
 CLASSES = ("alu", "mul", "div32", "div64", "fpadd", "fpmul", "fpdiv", "vec", "load", "store", "branch", "serial")
 # [latency_cycles, units, busy_cycles]: each figure's name and (lowest, highest)
 EXEC_FIGURES = ("latency_cycles", "units", "busy_cycles")
