@@ -100,7 +100,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                         "'host' leaves them host-timed")
     p.add_argument("--no-stalls", action="store_true", default=D.no_stalls,
                    help="--timing detailed: price accesses but do not charge the stalls to the guest's clocks")
-    p.add_argument("--timing", default=D.timing, choices=["off", "fast", "detailed", "sampled"],
+    from timing import modes
+    p.add_argument("--timing", default=D.timing, choices=modes.NAMES,
                    help="memory-system timing model (a QEMU plugin, timing/): off = plain QEMU; "
                         "fast = instruction counts and basic-block vectors; detailed = every data access priced "
                         "on the topology (caches, directory, hops, queueing; needs --qemu-mode icount); "

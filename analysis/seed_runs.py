@@ -12,6 +12,7 @@ from pathlib import Path
 from analysis import studyfile
 from analysis.seed_kit import run_of
 from analysis.seed_tables import SEEDS
+from timing import modes
 
 REPO = Path(__file__).resolve().parent.parent
 SEEDS_STUDY = REPO / "studies" / "seeds.toml"
@@ -69,7 +70,7 @@ def column(s, r) -> tuple:
     own = tuple(f"{n}={have[n]}" for n in s.param_columns if have.get(n, "kernel") != "kernel")
     kern = (rank.index(r["patch_set"]) if r["patch_set"] in rank else len(rank), r["patch_set"], own)
     machine = (r["cpus"], r["nodes"], r["topology"], disk(r)) if s.by_machine else ()
-    return (machine, r["kernel_flavor"] != "default", r["kernel_flavor"], r["timing_mode"] != "off",
+    return (machine, r["kernel_flavor"] != "default", r["kernel_flavor"], modes.get(r["timing_mode"]).loads_plugin,
             r["timing_mode"], kern)
 
 

@@ -20,6 +20,7 @@ from analysis.seed_kit import Reading, Row, run_of
 from analysis.seed_published import PUBLISHED, Pub
 from analysis.seed_runs import SeedError, column, disk, failed_runs, seed_of, select_runs
 from analysis.seed_tables import SEEDS
+from timing import modes
 
 FLAT = 0.01  # a change under 1 % shows no direction
 
@@ -28,7 +29,7 @@ FLAT = 0.01  # a change under 1 % shows no direction
 def _label(col) -> str:
     flavor, timing, kernel = col[2], col[4], col[5][1]
     return (kernel + "".join(f", {p}" for p in col[5][2]) + (f" ({flavor})" if flavor != "default" else "")
-            + (f" [timing {timing}]" if timing != "off" else ""))
+            + (f" [timing {timing}]" if modes.get(timing).loads_plugin else ""))
 
 
 def _machine(col) -> str:

@@ -72,7 +72,7 @@ def render(con, run_id: int, w) -> None:
       + (f" after a warm-up of {int(warm[0]):,} (caches, directory and streams warm; nothing of it counted)"
          if warm else "")
       + (f"; address map: {t['address_map']}" if t["address_map"] else ""))
-    if t["mode"] != "detailed" or not tot["acc"]:
+    if not tot["acc"]:  # the plugin's fast mode prices no access
         return
     m = tot["m"] or 0
     l3 = con.execute("SELECT SUM(l3_hits) FROM timing_cpu WHERE run_id = ?", (run_id,)).fetchone()[0]

@@ -13,9 +13,10 @@ import re
 import signal
 import subprocess
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.base import Outcome
+from engine.machine import QUANTUM_NS, Machine
 from experiments import records as rec
 
 # Guest time (--qemu-mode):
@@ -26,7 +27,6 @@ from experiments import records as rec
 #   inputs give the same instruction counts and console, run after run.
 # - mttcg: faster on several host cores, not repeatable: guest time follows the host.
 MODES = ("icount", "mttcg")
-QUANTUM_NS = 1000          # default interleaving quantum (guest ns)
 MAX_QUANTUM_NS = 1_000_000  # 1 ms: past that, interleaving stops meaning anything
 RTC = "base=2005-05-24T00:00:00"
 
@@ -146,39 +146,31 @@ def numa_args(topo, hmat: bool = True) -> list[str]:
     return args
 
 
-def command_line(topo, kernel: Path, initrd: Path, *, binary: Path, mode: str = "icount",
-                 quantum_ns: int = QUANTUM_NS, swap_image: Path | None = None, data_image: Path | None = None,
-                 append: str = "", hmat: bool = True, plugin: tuple[Path, Path] | None = None,
-                 vcpu_clocks: bool = True, disk=None, job_image: Path | None = None) -> list[str]:
-    """binary: our QEMU for the guest's ISA (engine/qemu_build.binary);
-    plugin: (the timing plugin's .so, its config file), or None; disk: a
-    topologies.disks.Disk whose latencies the virtio-blk disks complete in
-    (our QEMU, icount only), or None for host-timed disks; job_image: the
-    machine of a snapshot (engine/snapshot.py): a third disk the restored
-    guest pulls its job from, and the vmlab-ctl port it asks for the
-    snapshot through."""
-    if mode not in MODES:
-        raise EngineError(f"--qemu-mode: expected one of {', '.join(MODES)}, got {mode!r}")
+def command_line(m: Machine, *, binary: Path, vcpu_clocks: bool = True) -> list[str]:
+    """The QEMU command line that starts machine m. binary: our QEMU for the
+    guest's ISA (engine/qemu_build.binary); vcpu_clocks=False: Debian's
+    binary (upstream -icount)."""
+    if m.qemu_mode not in MODES:
+        raise EngineError(f"--qemu-mode: expected one of {', '.join(MODES)}, got {m.qemu_mode!r}")
+    topo = m.topo
     if topo.guest_isa == "alpha":
-        cmd = alpha_command_line(topo, kernel, initrd, binary=binary, mode=mode, quantum_ns=quantum_ns,
-                                 swap_image=swap_image, data_image=data_image, append=append,
-                                 vcpu_clocks=vcpu_clocks, disk=disk, job_image=job_image)
-        return cmd + (["-plugin", f"{plugin[0]},config={plugin[1]}"] if plugin is not None else [])
-    machine = "q35" + (",hmat=on" if hmat else "")
+        cmd = alpha_command_line(m, binary=binary, vcpu_clocks=vcpu_clocks)
+        return cmd + (["-plugin", f"{m.plugin[0]},config={m.plugin[1]}"] if m.plugin is not None else [])
+    machine = "q35" + (",hmat=on" if m.hmat else "")
     cmd = [str(binary), "-machine", machine, "-nodefaults", "-display", "none", "-monitor", "none",
            # qemu64: no RDRAND, whose host randomness would break determinism.
            "-cpu", "qemu64", "-m", f"{topo.total_memory_mib}M",
            # One socket per node: plain -smp N makes one socket spanning every node.
            "-smp", f"{topo.cpus},sockets={topo.nodes},cores={topo.cpus_per_node},threads=1",
-           *clock_args(topo, mode, quantum_ns, vcpu_clocks), "-no-reboot",
-           "-kernel", str(kernel), "-initrd", str(initrd),
-           "-append", ("console=ttyS0 panic=-1 nokaslr mitigations=off " + append).strip()]
-    cmd += numa_args(topo, hmat)
-    if plugin is not None:
-        cmd += ["-plugin", f"{plugin[0]},config={plugin[1]}"]
-    if job_image is not None:
+           *clock_args(topo, m.qemu_mode, m.quantum_ns, vcpu_clocks), "-no-reboot",
+           "-kernel", str(m.kernel), "-initrd", str(m.initrd),
+           "-append", ("console=ttyS0 panic=-1 nokaslr mitigations=off " + m.append).strip()]
+    cmd += numa_args(topo, m.hmat)
+    if m.plugin is not None:
+        cmd += ["-plugin", f"{m.plugin[0]},config={m.plugin[1]}"]
+    if m.job is not None:
         cmd += ["-device", "vmlab-ctl"]
-    return cmd + disks(swap_image, data_image, disk, job_image=job_image)
+    return cmd + disks(m.swap, m.data, m.disk, job_image=m.job)
 
 
 def disks(swap_image: Path | None, data_image: Path | None, disk=None, sg_chain: bool = True,
@@ -208,46 +200,28 @@ def disks(swap_image: Path | None, data_image: Path | None, disk=None, sg_chain:
     return out
 
 
-def alpha_command_line(topo, kernel: Path, initrd: Path, *, binary: Path, mode: str = "icount",
-                       quantum_ns: int = QUANTUM_NS, swap_image: Path | None = None,
-                       data_image: Path | None = None, append: str = "", vcpu_clocks: bool = True,
-                       disk=None, job_image: Path | None = None) -> list[str]:
+def alpha_command_line(m: Machine, *, binary: Path, vcpu_clocks: bool = True) -> list[str]:
     """QEMU's clipper (DP264, 21264 CPUs): the ELF vmlinux is loaded by QEMU
     with its own PALcode; at most 4 CPUs and one memory (the topology stage
     refuses more), so no NUMA arguments. Its PCI bus takes virtio-blk."""
+    topo = m.topo
     cmd = [str(binary), "-machine", "clipper", "-nodefaults", "-display", "none", "-monitor", "none",
            "-cpu", "ev67", "-m", f"{topo.total_memory_mib}M", "-smp", str(topo.cpus),
-           *clock_args(topo, mode, quantum_ns, vcpu_clocks), "-no-reboot",
-           "-kernel", str(kernel), "-initrd", str(initrd),
-           "-append", ("console=ttyS0 panic=-1 " + append).strip()]
-    if job_image is not None:
+           *clock_args(topo, m.qemu_mode, m.quantum_ns, vcpu_clocks), "-no-reboot",
+           "-kernel", str(m.kernel), "-initrd", str(m.initrd),
+           "-append", ("console=ttyS0 panic=-1 " + m.append).strip()]
+    if m.job is not None:
         cmd += ["-device", "vmlab-ctl"]  # on the clipper's ISA bus, as on q35's
-    return cmd + disks(swap_image, data_image, disk, sg_chain=False, job_image=job_image)
+    return cmd + disks(m.swap, m.data, m.disk, sg_chain=False, job_image=m.job)
 
 
-# How much slower a guest runs with the timing plugin loaded (`./run.py
-# bench`: detailed with stalls 88.6 against 201.6 guest MIPS off, 2.3x;
-# fast about 1.2x), with room for a loaded host.
-TIMING_SLOWDOWN = {"off": 1.0, "fast": 1.5, "detailed": 3.0, "sampled": 1.5}  # sampled: its fast profile
-
-
-def boot_timeout_s(topo, mode: str, timing: str = "off") -> float:
+def boot_timeout_s(topo, mode: str, slowdown: float = 1.0) -> float:
     """Measured: 32 CPUs boot in ~135 s under icount, ~86 s under MTTCG
     (QEMU 10.0.2, this class of host); 3x margin for a loaded machine, and
-    the timing model's slowdown on top (a 1-CPU detailed boot took over
+    the timing mode's slowdown on top (timing/modes.py; a 1-CPU detailed boot took over
     104 s with four guests sharing 2 host cores)."""
     per_cpu = 4.5 if mode == "icount" else 3.0
-    return (90 + 3 * per_cpu * topo.cpus) * TIMING_SLOWDOWN[timing]
-
-
-@dataclass
-class Outcome:
-    status: str                      # ok / failed / aborted
-    reason: str
-    wall_s: float
-    boot_wall_s: float | None
-    qemu_rc: int | None
-    parsed: rec.Parsed = field(default_factory=rec.Parsed)
+    return (90 + 3 * per_cpu * topo.cpus) * slowdown
 
 
 PANIC = re.compile(r"Kernel panic - not syncing:.*")

@@ -26,14 +26,12 @@ import threading
 import time
 from pathlib import Path
 
+from engine.base import RegionError
 from engine.snapshot import STATE, Qmp, SnapshotError
 
 DISKS = ("swap.img", "data.img", "job.img")
 QMP_ARGS = ["-global", "migration.store-global-state=off"]  # a restore starts the machine itself
 
-
-class RegionError(RuntimeError):
-    pass
 
 
 # Set (Ctrl-C in the thread that drives a pool of regions): every machine

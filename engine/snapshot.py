@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine import qemu
+from engine.base import SnapshotError
+from engine.machine import Machine, sparse  # noqa: F401  (sparse: this module's disks, and regions')
 
 FORMAT = 1                 # bump when what a snapshot holds or how it is taken changes
 JOB_DISK_MIB = 64          # the job channel's capacity: header + programs + run files
@@ -46,10 +48,6 @@ DATA_DISK_FACTOR = 8       # the data disk: up to 8x the guest's memory, plus DA
 DATA_DISK_EXTRA_MIB = 1024
 STATE = "state.mig"
 MAGIC = b"QEVM"            # QEMU's migration stream (migration/savevm.c QEMU_VM_FILE_MAGIC)
-
-
-class SnapshotError(RuntimeError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -74,24 +72,21 @@ def fits(topo, swap_mib: int, data_mib: int) -> str | None:
     return None
 
 
-def machine_command(topo, kernel: Path, initrd: Path, images: tuple[Path, Path, Path], *, binary: Path,
-                    quantum_ns: int, append: str, hmat: bool, disk, plugin=None) -> list[str]:
-    """The snapshot machine: booted to take the snapshot, restored by runs
-    (with their own images, and the plugin if timed)."""
-    swap, data, job = images
-    return qemu.command_line(topo, kernel, initrd, binary=binary, mode="icount", quantum_ns=quantum_ns,
-                             swap_image=swap, data_image=data, job_image=job, append=append, hmat=hmat,
-                             plugin=plugin, vcpu_clocks=True, disk=disk)
+def machine_command(m: Machine, *, binary: Path) -> list[str]:
+    """The snapshot machine (m has its three disks: swap, data and job):
+    booted to take the snapshot, restored by runs (with their own images,
+    and the plugin if timed)."""
+    return qemu.command_line(m.with_(qemu_mode="icount"), binary=binary, vcpu_clocks=True)
 
 
 def key(topo, *, kernel_sha256: str, initrd_sha256: str, engine_key: str, quantum_ns: int, append: str,
         hmat: bool, disk) -> str:
     """What the snapshot depends on, hashed (see the module's docstring)."""
     d = disks_for(topo)
-    cmd = machine_command(topo, Path("@kernel"), Path("@initrd"),
-                          (Path(f"@swap-{d.swap_mib}M"), Path(f"@data-{d.data_mib}M"), Path(f"@job-{d.job_mib}M")),
-                          binary=Path(f"@{qemu_target(topo)}"), quantum_ns=quantum_ns, append=append, hmat=hmat,
-                          disk=disk)
+    m = Machine(topo, Path("@kernel"), Path("@initrd"), quantum_ns=quantum_ns, append=append, hmat=hmat,
+                disk=disk, swap=Path(f"@swap-{d.swap_mib}M"), data=Path(f"@data-{d.data_mib}M"),
+                job=Path(f"@job-{d.job_mib}M"))
+    cmd = machine_command(m, binary=Path(f"@{qemu_target(topo)}"))
     what = {"format": FORMAT, "command": cmd, "kernel_sha256": kernel_sha256, "initrd_sha256": initrd_sha256,
             "engine": engine_key}
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
@@ -142,12 +137,6 @@ def job_image(path: Path, payload: bytes) -> None:
     with open(path, "wb") as f:
         f.write(header + payload)
         f.truncate(JOB_DISK_MIB << 20)
-
-
-def sparse(path: Path, mib: int) -> Path:
-    with open(path, "wb") as f:
-        f.truncate(mib << 20)
-    return path
 
 
 class Qmp:

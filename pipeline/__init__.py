@@ -1,5 +1,7 @@
-"""The run pipeline as a library: a run's spec and key (spec.py), the engine
-adapter (engines.py), one run end to end (execute.py), and studies on top:
+"""The run pipeline as a library: a run's spec and key (spec.py), its first
+steps (prepare.py: prepare, build), the rest on one object (steps.py) and
+the whole run (execute.py), a sampled run's regions (sampled.py), and
+studies on top:
 the study file (study.py), the coordinator (runner.py), its pools
 (pools.py), the task a worker runs (worker.py) and the merge of its
 database (merge.py); the engine and model benchmark over whole runs

@@ -37,12 +37,15 @@ MODES = {"debian": ["--engine", "debian", "--timing", "off"], "off": ["--timing"
          "detailed": ["--timing", "detailed"]}
 
 
-def snapshot_insns(key: str) -> int:
-    import json
-
-    from engine import snapshot
+def snapshot_insns(topology: str, key: str) -> int:
+    import engine
+    import topologies
     from pipeline.execute import cache_dir
-    meta = json.loads((snapshot.directory(cache_dir(), key) / "meta.json").read_text())
+    from pipeline.spec import RunSpec
+    snaps, why = engine.get("vmlab").snapshots(RunSpec(topology=topology), topologies.load(topology))
+    if snaps is None:
+        raise SystemExit(f"bench: {why}")
+    meta = snaps.meta(cache_dir(), key)
     if "vcpu_insns" not in meta:
         raise SystemExit(f"bench: snapshot {key[:12]} has no instruction counts; `./run.py snapshots --prune` "
                          f"and run again")
@@ -99,7 +102,7 @@ def main(argv, repo: Path = REPO) -> int:
         insns = con.execute("SELECT SUM(insns) FROM vcpu_clocks WHERE run_id = ?", (rid,)).fetchone()[0]
         if run["snapshot_key"] and insns:
             # vCPU counts are whole-life: a restored run executed them less the snapshot's
-            insns -= snapshot_insns(run["snapshot_key"])
+            insns -= snapshot_insns(a.topology, run["snapshot_key"])
         state = con.execute("SELECT state_bytes FROM timing_run WHERE run_id = ?", (rid,)).fetchone()
         rows[mode] = dict(wall=run["wall_s"], boot=run["boot_wall_s"], rss=run["qemu_maxrss_kib"], insns=insns,
                           state=state[0] if state else None, cpu=cpu_s[mode])

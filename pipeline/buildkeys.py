@@ -17,7 +17,6 @@ import hashlib
 from pathlib import Path
 
 import timing
-from engine import qemu_build
 from images import kernel
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,10 +45,10 @@ def model_sha256() -> str:
     return f"{timing.MODEL_VERSION} " + _files_sha256(timing.SOURCES)
 
 
-def build_keys(spec, exp, variant) -> dict[str, str]:
-    """engine, model (with the plugin only), kernel, programs: what the run key adds."""
-    out = {"engine": qemu_build.key() if spec.engine == "vmlab" else f"debian {qemu_build.debian_version()}",
-           "kernel": kernel.key(variant), "programs": programs_sha256(exp)}
-    if spec.timing != "off":
+def build_keys(engine, mode, exp, variant) -> dict[str, str]:
+    """engine, model (when the timing mode loads the plugin), kernel,
+    programs: what the run key adds."""
+    out = {"engine": engine.build_key(), "kernel": kernel.key(variant), "programs": programs_sha256(exp)}
+    if mode.loads_plugin:
         out["model"] = model_sha256()
     return out

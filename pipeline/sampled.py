@@ -28,11 +28,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from engine.snapshot import STATE, SnapshotError
-from pipeline.spec import InputError, RunSpec
+from engine.base import RegionError, SnapshotError
+from pipeline.spec import RunSpec
 
-MAX_K = 100
-MAX_WARMUP = 100
 # How far (all vCPUs' instructions together, as a share of a slice) a
 # checkpoint's vCPUs may be from the profile's at its boundary (on_path).
 PATH_TOLERANCE = 0.0001
@@ -64,29 +62,15 @@ def spec_options(a) -> dict:
             "sample_functional": a.sample_functional, "sample_workers": a.sample_workers}
 
 
-def check(spec) -> None:
-    """A sampled run's own options, before anything is built or written."""
-    if not 1 <= spec.sample_max_k <= MAX_K:
-        raise InputError(f"--sample-max-k: expected 1..{MAX_K} clusters, got {spec.sample_max_k}")
-    if not 0 <= spec.sample_warmup <= MAX_WARMUP:
-        raise InputError(f"--sample-warmup: expected 0..{MAX_WARMUP} slices of warm-up, got {spec.sample_warmup}")
-    if not 0 <= spec.sample_functional <= MAX_WARMUP:
-        raise InputError(f"--sample-functional: expected 0..{MAX_WARMUP} slices of functional warm-up, "
-                         f"got {spec.sample_functional}")
-    if spec.sample_workers < 1:
-        raise InputError(f"--sample-workers: expected at least 1, got {spec.sample_workers}")
-    if spec.warmup_insns:
-        raise InputError("--warmup-insns: not with --timing sampled (each region warms for --sample-warmup slices)")
-
-
 def finish(ctx, con, run_id: int, rdir: Path) -> str:
-    """Steps 2-5 for the profile run `run_id` (just stored, ok). ctx: what
-    execute knows of the run (see execute.SampledContext). Returns the run's
+    """Steps 2-5 for the profile run `run_id` (just stored, ok). ctx: the
+    run (pipeline/steps.py Run: its spec, snapshot, job, limits, and the
+    region_conf / region_cmd / region_disks it offers); the engine is asked
+    through ctx.prep.snaps (engine/base.py Snapshots). Returns the run's
     status: a failure is recorded on the run with its reason."""
     import timing
     from analysis import sampling, simpoint
-    from engine import regions
-    spec = ctx.spec
+    spec, snaps = ctx.spec, ctx.prep.snaps
     t0 = time.monotonic()
     work = rdir / "regions"
     try:
@@ -146,7 +130,7 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
             # moved earlier for a busy disk lengthens the priced part); without stalls nothing is charged anyway
             func = 0 if spec.no_stalls else min(functional, max(0, p - b - warmup))
             wall = _machine(ctx, work, b, d.name, "detailed", p - b + 1,
-                            lambda cmd, d: regions.region(cmd, d, ctx.timeout_s), warmup=p - b,
+                            lambda cmd, d: snaps.region(cmd, d, ctx.run_to), warmup=p - b,
                             late=meta[b]["late_insns"], end=True, functional=func)
             rr = simpoint.read_slices(d / "bbv.global.slices")
             if len(rr) <= p - b:
@@ -168,16 +152,16 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
             try:
                 done = list(ex.map(region, points))
             except KeyboardInterrupt:
-                regions.STOP.set()  # the regions under way quit; the pool's exit waits for them
+                snaps.stop_all()  # the regions under way quit; the pool's exit waits for them
                 raise
         regions_s = time.monotonic() - tr
-    except (SamplingError, simpoint.SimpointError, regions.RegionError, SnapshotError, timing.TimingError,
+    except (SamplingError, simpoint.SimpointError, RegionError, SnapshotError, timing.TimingError,
             OSError, ValueError) as e:
-        return _give_up(con, run_id, "failed", f"sampling: {e}")
+        return _give_up(ctx, con, run_id, "failed", f"sampling: {e}")
     except KeyboardInterrupt:
-        return _give_up(con, run_id, "aborted", "interrupted (Ctrl-C) while sampling: no estimates")
+        return _give_up(ctx, con, run_id, "aborted", "interrupted (Ctrl-C) while sampling: no estimates")
     finally:
-        for st in [*work.glob("ckpt-*/*.img"), *work.glob(f"ckpt-*/{STATE}")]:  # RAM and disks; meta.json stays
+        for st in [*work.glob("ckpt-*/*.img"), *work.glob(f"ckpt-*/{snaps.state_file}")]:  # meta.json stays
             st.unlink()
     est = sampling.estimate([r for r, _ in done], sampling.profile_insns(rows), sampling.profile_idle(rows))
     store(con, run_id, max_k, picks, [row for _, row in done], est,
@@ -224,10 +208,9 @@ def fit(spec, slices: int, full: int, partial: bool = True) -> tuple[int, int, i
     return max_k, warmup, functional, ("a short run: " + "; ".join(said) if said else "")
 
 
-def _give_up(con, run_id: int, status: str, reason: str) -> str:
+def _give_up(ctx, con, run_id: int, status: str, reason: str) -> str:
     """The run keeps its guest's records, and says why it has no estimates."""
-    from engine import regions
-    regions.STOP.clear()
+    ctx.prep.snaps.stop_all(False)
     print(f"error: {reason}", flush=True)
     with con:
         con.execute("UPDATE runs SET status = ?, reason = ? WHERE id = ?", (status, reason, run_id))
@@ -244,9 +227,8 @@ def _checkpoint(ctx, work: Path, rows: list[dict], meta: dict[int, dict], prev: 
     the profile (on_path). Returns its meta, with every vCPU's instructions
     from the profile's start and the deviation."""
     from analysis import simpoint
-    from engine import regions
     m = _machine(ctx, work, prev, name, "fast", b - prev,
-                 lambda cmd, d: regions.checkpoint(cmd, d, work / f"ckpt-{b}", ctx.timeout_s),
+                 lambda cmd, d: ctx.prep.snaps.checkpoint(cmd, d, work / f"ckpt-{b}", ctx.run_to),
                  late=meta[prev]["late_insns"])
     # where the profile's vCPUs were at the stop: this segment's counts on top of where it started
     out = {**m, "cpu_insns": [x + y for x, y in zip(meta[prev]["cpu_insns"], m["cpu_insns"])]}
@@ -313,20 +295,19 @@ def _machine(ctx, work: Path, boundary: int, name: str, mode: str, stop_after: i
     and does not wait for the disk; functional: the first slices of the
     warm-up charge nothing, timing/plugin.c); run(cmd, dir) drives it; the
     disks go afterwards."""
-    from engine import regions
+    snaps = ctx.prep.snaps
     d = work / name
     d.mkdir()
     if boundary:
-        regions.copy_disks(work / f"ckpt-{boundary}", d)
-        images = tuple(d / n for n in regions.DISKS)
+        snaps.copy_disks(work / f"ckpt-{boundary}", d)
+        images = tuple(d / n for n in snaps.disk_files)
     else:
-        images = ctx.disks(d)
-    conf = ctx.conf(mode, d) + f"plugin.stop_after_slices {stop_after}\n" + (
-        f"plugin.region_warmup_slices {warmup}\n" if warmup else "") + (
-        f"plugin.functional_slices {functional}\n" if functional else "") + (
-        f"plugin.first_slice_done {late}\n" if late else "") + ("plugin.stop_for_exit on\n" if end else "")
+        images = ctx.region_disks(d)
+    conf = ctx.region_conf(mode, d, stop_after_slices=stop_after, region_warmup_slices=warmup,
+                           functional_slices=functional, first_slice_done=late, stop_for_exit=end)
     try:
-        return run(ctx.cmd(work / f"ckpt-{boundary}" if boundary else ctx.sdir, images, conf, d / "timing.conf"), d)
+        return run(ctx.region_cmd(work / f"ckpt-{boundary}" if boundary else ctx.sdir, images, conf,
+                                  d / "timing.conf"), d)
     finally:
         for img in images:
             Path(img).unlink(missing_ok=True)

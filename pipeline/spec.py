@@ -86,12 +86,17 @@ def _text(v) -> str:
 
 
 def run_key(spec: RunSpec, topology_sha256: str, resolved_params: dict, disk_label: str | None,
-            start: str = "booted", builds: dict | None = None) -> str:
+            start: str = "booted", builds: dict | None = None, timing_key: dict | None = None) -> str:
     """sha256 of what defines the run's result (see the module's docstring).
     start: "booted" or "restored" (from a snapshot after boot: the same inputs
     give other figures, so another key; a booted run keeps the key it had
     before snapshots existed). builds: what produces its figures
-    (pipeline/buildkeys.build_keys)."""
+    (pipeline/buildkeys.build_keys); timing_key: the timing mode's part
+    (timing/modes.py TimingMode.key), of the mode spec.timing names when
+    not given."""
+    if timing_key is None:
+        from timing import modes
+        timing_key = modes.get(spec.timing).key(spec)
     what = {
         "v": KEY_VERSION,
         "topology_sha256": topology_sha256,
@@ -100,7 +105,7 @@ def run_key(spec: RunSpec, topology_sha256: str, resolved_params: dict, disk_lab
         "kernel": spec.kernel, "flavor": spec.flavor,
         "engine": spec.engine, "qemu_mode": spec.qemu_mode,
         "quantum_ns": float(spec.quantum_ns) if spec.qemu_mode == "icount" else None,
-        "disk": disk_label, "timing": spec.timing, "stalls": spec.timing == "detailed" and not spec.no_stalls,
+        "disk": disk_label, **timing_key,
         "hmat": not spec.no_hmat, "kernel_append": spec.kernel_append.strip(),
         "seed": spec.seed, "repeat": spec.repeat,
     }
@@ -108,14 +113,6 @@ def run_key(spec: RunSpec, topology_sha256: str, resolved_params: dict, disk_lab
         what["start"] = start
     if builds:
         what["builds"] = builds
-    if spec.warmup_insns:  # a run without a warm-up keeps the key it had before warm-ups existed
-        what["warmup_insns"] = spec.warmup_insns
-    if spec.slice_insns != 100_000_000:  # likewise the default interval
-        what["slice_insns"] = spec.slice_insns
-    if spec.timing == "sampled":  # what decides a sampled run's estimates (not its workers)
-        what["sample"] = {"max_k": spec.sample_max_k, "warmup": spec.sample_warmup}
-        if spec.sample_functional:  # a run without one keeps the key it had before functional warm-up existed
-            what["sample"]["functional"] = spec.sample_functional
     return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
 
 

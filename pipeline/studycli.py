@@ -42,7 +42,7 @@ def prebuild(todo) -> None:
     seen = set()
     for r in todo:
         p = r.prep
-        what = (p.variant, p.topo.guest_isa, p.exp.name, p.spec.timing != "off")
+        what = (p.variant, p.topo.guest_isa, p.exp.name, p.mode.loads_plugin)
         if what in seen:
             continue
         seen.add(what)

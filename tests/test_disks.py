@@ -50,13 +50,13 @@ def test_a_topology_naming_an_unknown_disk_is_refused(tmp_path):
 def test_the_model_goes_on_every_virtio_blk_disk_with_ioeventfd_off(tmp_path):
     t = T.load("gs1280-8")
     d = disks.get(t.disk)
-    cmd = qemu.command_line(t, Path("k"), Path("i"), binary=Path("q"), swap_image=tmp_path / "s",
-                            data_image=tmp_path / "d", disk=d)
+    cmd = qemu.command_line(qemu.Machine(t, Path("k"), Path("i"), swap=tmp_path / "s", data=tmp_path / "d", disk=d),
+                                         binary=Path("q"))
     devs = [cmd[i + 1] for i, c in enumerate(cmd) if c == "-device"]
     assert len(devs) == 2
     for dev in devs:
         assert "ioeventfd=off" in dev and "x-vmlab-read-ns=5500000" in dev and "x-vmlab-servers=1" in dev
-    plain = qemu.command_line(t, Path("k"), Path("i"), binary=Path("q"), swap_image=tmp_path / "s")
+    plain = qemu.command_line(qemu.Machine(t, Path("k"), Path("i"), swap=tmp_path / "s"), binary=Path("q"))
     assert not any("x-vmlab" in a for a in plain)
 
 

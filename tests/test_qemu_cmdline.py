@@ -4,6 +4,7 @@ import pytest
 
 import topologies as T
 from engine import qemu
+from timing.plugin_config import config_text
 
 
 def opts(cmd, flag):
@@ -12,7 +13,7 @@ def opts(cmd, flag):
 
 def test_gs1280_32_command_line_gives_the_guest_the_torus():
     t = T.load("gs1280-32")
-    cmd = qemu.command_line(t, Path("k"), Path("i"), binary=Path("q"), swap_image=Path("s.img"))
+    cmd = qemu.command_line(qemu.Machine(t, Path("k"), Path("i"), swap=Path("s.img")), binary=Path("q"))
     numa = opts(cmd, "-numa")
     nodes = [o for o in numa if o.startswith("node,")]
     dist = [o for o in numa if o.startswith("dist,")]
@@ -36,15 +37,14 @@ def test_gs1280_32_command_line_gives_the_guest_the_torus():
 def test_the_core_s_best_case_is_the_model_s_and_the_command_line_keeps_the_cycle(topo):
     """A run whose core charges its stalls: the plugin sets the engine's time
     per instruction to the core's best case when it starts charging (series
-    0019), the figure the model's config holds (insn_ps); the command line
+    0008), the figure the model's config holds (insn_ps); the command line
     keeps a cycle an instruction, so a functional warm-up and the boot run
     at the profile's pace."""
-    import timing
     t = T.load(topo)
     per = t.core.insn_ps(t.cycle_ps)
     assert per * t.core.width <= t.cycle_ps < (per + 1) * t.core.width
-    assert f"insn_ps {per}" in timing.config_text(t, "detailed", Path("o.json")).splitlines()
-    icount = opts(qemu.command_line(t, Path("k"), Path("i"), binary=Path("q")), "-icount")[0]
+    assert f"insn_ps {per}" in config_text(t, "detailed", Path("o.json")).splitlines()
+    icount = opts(qemu.command_line(qemu.Machine(t, Path("k"), Path("i")), binary=Path("q")), "-icount")[0]
     assert f"cycle-ps={t.cycle_ps}," in icount and f"pause-cycles={t.pause_cycles}," in icount
     assert f"{per} ps per instruction at best ({t.core.width} a cycle" in qemu.clock_model(t, "icount", 1000, True)
     assert "1 IPC" in qemu.clock_model(t, "icount", 1000, False)  # stalls not charged: a cycle an instruction
@@ -52,24 +52,24 @@ def test_the_core_s_best_case_is_the_model_s_and_the_command_line_keeps_the_cycl
 
 def test_sockets_topology_and_mttcg():
     t = T.load("x86-2s")
-    cmd = qemu.command_line(t, Path("k"), Path("i"), binary=Path("q"), mode="mttcg", hmat=False)
+    cmd = qemu.command_line(qemu.Machine(t, Path("k"), Path("i"), qemu_mode="mttcg", hmat=False), binary=Path("q"))
     assert opts(cmd, "-smp") == ["8,sockets=2,cores=4,threads=1"]
     assert "node,nodeid=1,cpus=4-7,memdev=mem1" in opts(cmd, "-numa")
     assert opts(cmd, "-accel") == ["tcg,thread=multi"]
     assert "-icount" not in cmd and not any(o.startswith("hmat") for o in opts(cmd, "-numa"))
     with pytest.raises(qemu.EngineError, match="--qemu-mode"):
-        qemu.command_line(t, Path("k"), Path("i"), binary=Path("q"), mode="kvm")
+        qemu.command_line(qemu.Machine(t, Path("k"), Path("i"), qemu_mode="kvm"), binary=Path("q"))
 
 
 def test_quantum_and_cycle_follow_the_run_and_the_topology():
     t = T.load("x86-2s")  # 2.5 GHz: 400 ps per instruction; Cascade Lake's PAUSE: 140 cycles
-    cmd = qemu.command_line(t, Path("k"), Path("i"), binary=Path("q"), quantum_ns=250)
+    cmd = qemu.command_line(qemu.Machine(t, Path("k"), Path("i"), quantum_ns=250), binary=Path("q"))
     assert opts(cmd, "-icount") == ["shift=0,sleep=off,vcpu-clock=on,cycle-ps=400,pause-cycles=140,quantum-ns=250"]
     assert "quantum 250 ns" in qemu.clock_model(t, "icount", 250, True)
     assert "PAUSE 140 cycles" in qemu.clock_model(t, "icount", 250, True)
     for bad in (0, -5, 1.5, float("nan"), float("inf"), 10**9, True):
         with pytest.raises(qemu.EngineError, match="--quantum-ns"):
-            qemu.command_line(t, Path("k"), Path("i"), binary=Path("q"), quantum_ns=bad)
+            qemu.command_line(qemu.Machine(t, Path("k"), Path("i"), quantum_ns=bad), binary=Path("q"))
 
 
 def test_vcpu_clocks_are_read_from_qemus_exit_report(tmp_path):
@@ -83,8 +83,8 @@ def test_vcpu_clocks_are_read_from_qemus_exit_report(tmp_path):
 
 def test_alpha_clipper_command_line():
     t = T.load("es-clipper-4")
-    cmd = qemu.command_line(t, Path("vmlinux"), Path("i"), swap_image=Path("s.img"),
-                            binary=Path("/e/qemu-system-alpha"))
+    cmd = qemu.command_line(qemu.Machine(t, Path("vmlinux"), Path("i"), swap=Path("s.img")),
+                                         binary=Path("/e/qemu-system-alpha"))
     assert cmd[0] == "/e/qemu-system-alpha"
     assert opts(cmd, "-machine") == ["clipper"] and opts(cmd, "-smp") == ["4"] and opts(cmd, "-m") == ["256M"]
     # the 21264 at 833 MHz: 1200 ps per instruction
@@ -96,7 +96,7 @@ def test_alpha_clipper_command_line():
     # segments per request (the swap stall), x86 keeps QEMU's default
     blk = [o for o in opts(cmd, "-device") if o.startswith("virtio-blk-pci")]
     assert blk and all("seg-max-adjust=off" in o for o in blk)
-    x86 = qemu.command_line(T.load("x86-2s"), Path("k"), Path("i"), swap_image=Path("s.img"), binary=Path("q"))
+    x86 = qemu.command_line(qemu.Machine(T.load("x86-2s"), Path("k"), Path("i"), swap=Path("s.img")), binary=Path("q"))
     assert not any("seg-max-adjust" in o for o in opts(x86, "-device"))
 
 
@@ -106,15 +106,17 @@ def test_seed_and_repeat_perturb_the_guest_kernel_and_nothing_else(monkeypatch):
     the user's own --kernel-append, so repeats are not copies of one run."""
     from types import SimpleNamespace
 
-    from pipeline import engines
+    import engine
     from pipeline.spec import RunSpec
-    eng = engines.get("vmlab")
+    eng = engine.get("vmlab")
     monkeypatch.setattr(eng, "label", lambda built, topo: "test")
     t = T.load("x86-2s")
     built = SimpleNamespace(kernel_dir=Path("/k"), qemu_dir=Path("/q"))
 
     def append(**kw):
-        inv = eng.invocation(RunSpec(topology="x86-2s", **kw), t, built, Path("i"), None, None, None, None)
+        spec = RunSpec(topology="x86-2s", **kw)
+        m = qemu.Machine(t, Path("k"), Path("i"), append=spec.kernel_append)
+        inv = eng.invocation(spec, t, built, m, False)
         return opts(inv.cmd, "-append")[0].split()
 
     base = append()

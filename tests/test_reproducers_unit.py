@@ -83,12 +83,13 @@ def test_bad_reproducer_parameters_name_the_field():
 
 def test_data_disk_is_the_virtio_blk_after_swap(tmp_path):
     t = T.load("gs1280-8")
-    cmd = qemu.command_line(t, Path("k"), Path("i"), binary=Path("q"), swap_image=tmp_path / "swap.img",
-                            data_image=tmp_path / "d.img")
+    cmd = qemu.command_line(qemu.Machine(t, Path("k"), Path("i"), swap=tmp_path / "swap.img",
+                                         data=tmp_path / "d.img"), binary=Path("q"))
     drives = [a for a in cmd if a.startswith("file=")]
     assert [d.split(",")[0] for d in drives] == [f"file={tmp_path / 'swap.img'}", f"file={tmp_path / 'd.img'}"]
     assert cmd.count("virtio-blk-pci,drive=data") == 1
-    assert not any("drive=data" in a for a in qemu.command_line(t, Path("k"), Path("i"), binary=Path("q")))
+    assert not any("drive=data" in a for a in qemu.command_line(qemu.Machine(t, Path("k"), Path("i")),
+                                                                             binary=Path("q")))
 
 
 # --- lock_stat parser (experiments/lib/lockstat.c), synthetic /proc/lock_stat ------------

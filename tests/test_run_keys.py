@@ -48,7 +48,8 @@ def test_a_run_without_the_plugin_does_not_key_on_the_model(monkeypatch):
     k0 = key(off)
     monkeypatch.setattr(timing, "MODEL_VERSION", timing.MODEL_VERSION + 1)
     assert key(off) == k0
-    assert "model" not in buildkeys.build_keys(off, execute.prepare(off).exp, execute.prepare(off).variant)
+    prep = execute.prepare(off)
+    assert "model" not in buildkeys.build_keys(prep.engine, prep.mode, prep.exp, prep.variant)
 
 
 STUDY = """

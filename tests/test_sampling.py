@@ -92,8 +92,9 @@ def test_a_figure_the_full_run_lacks_has_no_error():
                                              ("sample_workers", 0, "--sample-workers: expected at least 1"),
                                              ("warmup_insns", 1000, "--warmup-insns: not with --timing sampled")])
 def test_bad_sampling_options_get_one_line(field, value, msg):
+    from pipeline import execute
     with pytest.raises(InputError, match=msg):
-        sampled.check(RunSpec(timing="sampled", **{field: value}))
+        execute.prepare(RunSpec(topology="gs1280-8", timing="sampled", **{field: value}))
 
 
 def test_the_key_covers_what_decides_the_estimates_not_the_workers():

@@ -36,22 +36,23 @@ def test_what_reaches_the_guest_changes_the_key(change):
 def test_the_machine_s_shape_and_clock_change_the_key():
     assert k(topologies.load("x86-4s-16c")) != k()
     # cycle, quantum and PAUSE price reach the guest through the -icount option the key hashes
-    cmd = snapshot.machine_command(X86, *_paths(), binary="q", quantum_ns=1000, append="", hmat=True, disk=None)
+    cmd = snapshot.machine_command(_machine(), binary="q")
     icount = cmd[cmd.index("-icount") + 1]
     assert f"cycle-ps={X86.cycle_ps}" in icount and f"pause-cycles={X86.pause_cycles}" in icount
 
 
-def _paths():
+def _machine(**kw):
     from pathlib import Path
-    return Path("k"), Path("i"), (Path("s"), Path("d"), Path("j"))
+
+    from engine.machine import Machine
+    return Machine(X86, Path("k"), Path("i"), swap=Path("s"), data=Path("d"), job=Path("j"), **kw)
 
 
 def test_the_key_is_stable_and_ignores_what_a_restore_brings():
     assert k() == k()
     # the plugin is loaded by the restore, never by the snapshot's machine
-    cmd = snapshot.machine_command(X86, *_paths(), binary="q", quantum_ns=1000, append="", hmat=True, disk=None)
-    with_plugin = snapshot.machine_command(X86, *_paths(), binary="q", quantum_ns=1000, append="", hmat=True,
-                                           disk=None, plugin=("p.so", "c.conf"))
+    cmd = snapshot.machine_command(_machine(), binary="q")
+    with_plugin = snapshot.machine_command(_machine(plugin=("p.so", "c.conf")), binary="q")
     assert "-plugin" in with_plugin and "-plugin" not in cmd
     assert "vmlab-ctl" in " ".join(cmd) and cmd.count("-drive") == 3
 
@@ -128,7 +129,7 @@ def test_which_runs_restore_and_why_the_others_boot():
     assert (_prep(boot=True).start, _prep(boot=True).boot_reason) == ("booted", "--boot")
     assert "mttcg" in _prep(qemu_mode="mttcg").boot_reason
     assert "Debian" in _prep(engine="debian").boot_reason
-    assert _prep(topology="es-clipper-4").start == "restored"   # series patch 0009: the clipper restores too
+    assert _prep(topology="es-clipper-4").start == "restored"   # series patch 0007: the clipper restores too
     big = _prep(params=(("swap_frac", "9"),))
     assert big.start == "booted" and "swap disk" in big.boot_reason
 

@@ -6,6 +6,8 @@ import timing as T
 import topologies
 from engine import qemu
 from tests.test_topologies import GOOD, write
+from timing import plugin_config
+from timing.plugin_config import config_text
 
 L2 = """
 [caches.l2]
@@ -78,7 +80,7 @@ def test_routes_follow_the_hop_matrix_over_real_links(name):
 
 def test_config_names_every_cpu_range_and_route(tmp_path):
     t = topologies.load("x86-2s")
-    text = T.config_text(t, "detailed", tmp_path / "o.json")
+    text = config_text(t, "detailed", tmp_path / "o.json")
     assert sum(ln.startswith("cpu_node ") for ln in text.splitlines()) == 8
     assert "cpu_node 5 1" in text and "range 0x0 0x10000000 0 0x0" in text
     assert "route 0 1 0" in text and "route 1 0 1" in text
@@ -87,28 +89,28 @@ def test_config_names_every_cpu_range_and_route(tmp_path):
 def test_odd_node_memory_is_refused_with_one_line(tmp_path):
     t = mini(tmp_path, **{"memory_mib = 64": "memory_mib = 63"})
     with pytest.raises(T.TimingError) as e:
-        T.config_text(t, "detailed", tmp_path / "o.json")
+        config_text(t, "detailed", tmp_path / "o.json")
     assert "memory_mib" in str(e.value) and "2 MiB" in str(e.value) and "\n" not in str(e.value)
 
 
 def test_too_many_cpus_for_the_directory(tmp_path):
     t = mini(tmp_path, **{"cpus_per_node = 2": "cpus_per_node = 16"})
     with pytest.raises(T.TimingError, match="at most 62"):
-        T.config_text(t, "fast", tmp_path / "o.json")
+        config_text(t, "fast", tmp_path / "o.json")
 
 
 def test_plugin_goes_on_the_command_line(tmp_path):
     t = topologies.load("gs1280-8")
-    cmd = qemu.command_line(t, tmp_path / "k", tmp_path / "i", binary=tmp_path / "q",
-                            plugin=(tmp_path / "p.so", tmp_path / "c"))
+    cmd = qemu.command_line(qemu.Machine(t, tmp_path / "k", tmp_path / "i", plugin=(tmp_path / "p.so",
+                                         tmp_path / "c")), binary=tmp_path / "q")
     assert cmd[cmd.index("-plugin") + 1] == f"{tmp_path / 'p.so'},config={tmp_path / 'c'}"
-    assert "-plugin" not in qemu.command_line(t, tmp_path / "k", tmp_path / "i", binary=tmp_path / "q")
+    assert "-plugin" not in qemu.command_line(qemu.Machine(t, tmp_path / "k", tmp_path / "i"), binary=tmp_path / "q")
     # Alpha SMP guests get the plugin too: the series tells their vCPUs apart
     a = topologies.load("es-clipper-4")
-    cmd = qemu.command_line(a, tmp_path / "k", tmp_path / "i", binary=tmp_path / "q",
-                            plugin=(tmp_path / "p.so", tmp_path / "c"))
+    cmd = qemu.command_line(qemu.Machine(a, tmp_path / "k", tmp_path / "i", plugin=(tmp_path / "p.so",
+                                         tmp_path / "c")), binary=tmp_path / "q")
     assert cmd[cmd.index("-plugin") + 1] == f"{tmp_path / 'p.so'},config={tmp_path / 'c'}"
-    T.check(a, "fast")
+    plugin_config.check(a, "fast")
 
 
 def test_torus_routes_take_the_first_dimension_first_and_ties_the_positive_way():
@@ -128,14 +130,15 @@ def test_a_booted_detailed_run_prices_from_the_experiment_s_marker(tmp_path, mon
     from pipeline import execute
     from pipeline.spec import RunSpec
     t = topologies.load("x86-2s")
-    assert "plugin.price_from_marker on" in T.config_text(t, "detailed", tmp_path / "o.json", price_from_marker=True)
-    assert "price_from_marker" not in T.config_text(t, "detailed", tmp_path / "o.json")
+    assert "plugin.price_from_marker on" in config_text(t, "detailed", tmp_path / "o.json", price_from_marker=True)
+    assert "price_from_marker" not in config_text(t, "detailed", tmp_path / "o.json")
     seen = []
 
-    def spy(*a, **kw):
-        seen.append(kw.get("price_from_marker"))
+    def spy(conf, topo):
+        seen.append(conf.price_from_marker)
         raise RuntimeError("stop: the config was asked for")
-    monkeypatch.setattr(T, "config_text", spy)
+    from timing import plugin_config
+    monkeypatch.setattr(plugin_config.PluginConfig, "text", spy)
 
     from images import initramfs
     archive = initramfs.cpio({"bin/x": (0o755, b"x")})
@@ -151,7 +154,8 @@ def test_a_booted_detailed_run_prices_from_the_experiment_s_marker(tmp_path, mon
     from analysis import db
     for boot in (True, False):
         prep = execute.prepare(RunSpec(topology="x86-2s", experiment="bwprobe", timing="detailed", boot=boot))
-        monkeypatch.setattr(type(prep.engine), "snapshot_problem", lambda *a: None)
+        if prep.snaps:
+            monkeypatch.setattr(type(prep.snaps), "problem", lambda *a: None)
         with pytest.raises(RuntimeError, match="stop"):
             execute.execute(prep, FakeBuilt(), db.connect(tmp_path / f"r{boot}.db"), tmp_path / f"r{boot}.db",
                             runs_dir=tmp_path / "runs", userland=archive)
@@ -162,8 +166,8 @@ def test_a_warm_up_reaches_the_plugin_and_the_run_key_only_when_asked(tmp_path):
     from pipeline.execute import prepare
     from pipeline.spec import InputError, RunSpec
     t = topologies.load("x86-2s")
-    assert "plugin.warmup_insns 5000000" in T.config_text(t, "detailed", tmp_path / "o.json", warmup_insns=5_000_000)
-    assert "warmup" not in T.config_text(t, "detailed", tmp_path / "o.json")
+    assert "plugin.warmup_insns 5000000" in config_text(t, "detailed", tmp_path / "o.json", warmup_insns=5_000_000)
+    assert "warmup" not in config_text(t, "detailed", tmp_path / "o.json")
     cold = prepare(RunSpec(topology="x86-2s", experiment="bwprobe", timing="detailed"))
     warm = prepare(RunSpec(topology="x86-2s", experiment="bwprobe", timing="detailed", warmup_insns=10**7))
     assert warm.key != cold.key   # other figures: its own key; a run without one keeps its old key

@@ -14,6 +14,7 @@ import timing as T
 import topologies
 from experiments import facts
 from tests.cbuild import gcc
+from timing.plugin_config import config_text
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +24,7 @@ def harness(tmp_path_factory):
 
 
 def run(harness, tmp_path, topo, scenario, **override):
-    text = T.config_text(topologies.load(topo), "detailed", tmp_path / "o.json")
+    text = config_text(topologies.load(topo), "detailed", tmp_path / "o.json")
     lines = [f"{ln.split()[0]} {override[ln.split()[0]]}" if ln.split()[0] in override else ln
              for ln in text.splitlines()]
     cfg = tmp_path / "t.conf"
@@ -131,7 +132,7 @@ def test_loaded_latency_rises_toward_saturation_and_bandwidth_stops_at_the_node_
     src = (topologies.HERE / "x86-2s.toml").read_text().replace("cpus_per_node = 4", "cpus_per_node = 20")
     p = tmp_path / "x20.toml"
     p.write_text(src)
-    text = T.config_text(topologies.load(str(p)), "detailed", tmp_path / "o.json")
+    text = config_text(topologies.load(str(p)), "detailed", tmp_path / "o.json")
     cfg = tmp_path / "x20.conf"
     cfg.write_text(text)
     r = subprocess.run([str(harness), str(cfg), "loaded"], capture_output=True, text=True, timeout=600)
@@ -208,7 +209,7 @@ def test_config_has_every_class_and_the_engine_s_time_per_instruction(tmp_path, 
     t = topologies.load(topo)
     c = t.core
     assert c == core.NATIVE[t.native_isa]  # the shipped shapes state their native core's figures
-    lines = T.config_text(t, "detailed", tmp_path / "o.json").splitlines()
+    lines = config_text(t, "detailed", tmp_path / "o.json").splitlines()
     execs = [ln.split() for ln in lines if ln.startswith("exec ")]
     assert [e[1] for e in execs] == list(core.CLASSES)
     assert all(len(e) == 5 and all(x.isdigit() for x in e[2:]) for e in execs)

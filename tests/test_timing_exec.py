@@ -16,6 +16,7 @@ import timing as T
 import topologies
 from tests import bootstrapped
 from tests.cbuild import gcc
+from timing.plugin_config import config_text
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,7 @@ def harness(tmp_path_factory):
 
 def run(harness, tmp_path, topo, scenario):
     cfg = tmp_path / "t.conf"
-    cfg.write_text(T.config_text(topologies.load(topo), "detailed", tmp_path / "o.json"))
+    cfg.write_text(config_text(topologies.load(topo), "detailed", tmp_path / "o.json"))
     r = subprocess.run([str(harness), str(cfg), scenario], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and r.stdout.startswith("ok"), r.stdout + r.stderr
     return r.stdout

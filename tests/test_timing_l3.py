@@ -14,6 +14,7 @@ import pytest
 import timing as T
 import topologies
 from tests.cbuild import gcc
+from timing.plugin_config import config_text
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +22,7 @@ def figures(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("l3")
     exe = gcc(tmp / "l3_socket", Path(__file__).parent / "c" / "l3_socket.c", *T.MODEL_C, include=[T.HERE])
     topo = topologies.load("x86-2s")
-    text = T.config_text(topo, "detailed", tmp / "o.json").replace("core ooo", "core blocking")
+    text = config_text(topo, "detailed", tmp / "o.json").replace("core ooo", "core blocking")
     (tmp / "t.conf").write_text(text)
     r = subprocess.run([str(exe), str(tmp / "t.conf")], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.rstrip().endswith("ok"), r.stdout + r.stderr

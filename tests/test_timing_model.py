@@ -11,6 +11,7 @@ import pytest
 import timing as T
 import topologies
 from tests.cbuild import SHARED, gcc
+from timing.plugin_config import config_text
 
 R, W, A = 0, 1, 2  # read, write (VM_F_WRITE), atomic (VM_F_ATOMIC)
 USER = 8
@@ -51,7 +52,7 @@ class Model:
     def __init__(self, lib, tmp, topo, symbols=None, text=None):
         self.lib, self.topo, self.out = lib, topo, tmp / "out.json"
         cfg = tmp / "timing.conf"
-        cfg.write_text(text if text is not None else blocking(T.config_text(topo, "detailed", self.out,
+        cfg.write_text(text if text is not None else blocking(config_text(topo, "detailed", self.out,
                                                                             symbols=symbols)))
         err = ctypes.create_string_buffer(1024)
         self.m = lib.vm_model_new(str(cfg).encode(), err, 1024)
@@ -197,7 +198,7 @@ def test_kernel_symbols_attribute_misses(lib, tmp_path):
 
 def test_bad_configs_fail_with_one_line(lib, tmp_path):
     t = topologies.load("gs1280-8")
-    good = T.config_text(t, "detailed", tmp_path / "o.json")
+    good = config_text(t, "detailed", tmp_path / "o.json")
     no_node = "\n".join(ln for ln in good.splitlines() if ln != "cpu_node 3 3") + "\n"
     m = Model(lib, tmp_path, t, text=no_node)
     assert not m.m and "CPU 3 has no node" in m.err and "\n" not in m.err
@@ -218,7 +219,7 @@ def test_coherence_invariants_hold_under_random_traffic(tmp_path, name):
     # the harness's main() ignores its argc
     exe = gcc(tmp_path / "inv", src, *T.MODEL_C, flags=["-fsanitize=address,undefined", "-Wno-unused-parameter"],
               include=[T.HERE])
-    text = T.config_text(topologies.load(name), "detailed", tmp_path / "o.json")
+    text = config_text(topologies.load(name), "detailed", tmp_path / "o.json")
     lines = [("l1d 512 2 3" if ln.startswith("l1d ") else "l2 2048 4 12" if ln.startswith("l2 ") else ln)
              for ln in text.splitlines()]
     cfg = tmp_path / "small.conf"

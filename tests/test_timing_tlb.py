@@ -14,6 +14,7 @@ import pytest
 import timing as T
 import topologies
 from tests.cbuild import gcc
+from timing.plugin_config import config_text
 from topologies import tlb
 
 
@@ -25,7 +26,7 @@ def harness(tmp_path_factory):
 
 def run(harness, tmp_path, topo, scenario):
     cfg = tmp_path / "t.conf"
-    cfg.write_text(T.config_text(topologies.load(topo), "detailed", tmp_path / "o.json"))
+    cfg.write_text(config_text(topologies.load(topo), "detailed", tmp_path / "o.json"))
     r = subprocess.run([str(harness), str(cfg), scenario], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.startswith("ok"), r.stdout + r.stderr
     return r.stdout
@@ -59,7 +60,7 @@ def test_tlb_table_errors_name_the_field(tmp_path):
         topologies.load(str(p))
     p.write_text(base.read_text() + '\n[tlb]\nmodel = "none"\n')
     t = topologies.load(str(p))
-    assert not t.tlb.on and "tlb " not in T.config_text(t, "detailed", tmp_path / "o.json")
+    assert not t.tlb.on and "tlb " not in config_text(t, "detailed", tmp_path / "o.json")
 
 
 def test_tlb_limits_are_the_model_s_arrays():

@@ -5,8 +5,9 @@ topology (CPU -> node, the guest-physical address map, hops, link routes,
 caches, latencies, bandwidths, clock), reads the results the plugin writes at exit, and states the model's
 formulas so tests can check the plugin against them.
 
-Modes: off (plain QEMU), fast (instruction counts, basic-block vectors,
-phases), detailed (every data access priced).
+The timing modes (off, fast, detailed, sampled) are timing/modes.py; the
+plugin's own modes are fast (instruction counts, basic-block vectors,
+phases) and detailed (every data access priced).
 """
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import json
 import re
 from pathlib import Path
 
-import topologies
 from experiments import facts
 
 HERE = Path(__file__).resolve().parent
@@ -32,7 +32,6 @@ INCLUDE = facts.HEADER.parent
 # the QEMU-free parts the C tests link: the model, and the decoders (which need -lcapstone)
 MODEL_C = [s for s in SOURCES if s.suffix == ".c" and s.name.startswith("model")]
 DECODE_C = [s for s in SOURCES if s.suffix == ".c" and s.name.startswith("decode")]
-MODES = ("off", "fast", "detailed")
 # Read from model_int.h, where the model defines them:
 MAX_HOPS = facts.integer(MODEL_INT, "MAX_HOPS")             # per-hop counters: hops 0..MAX_HOPS-1
 MAX_CPUS = facts.integer(MODEL_INT, "MAX_CPUS")             # a directory entry holds 62 sharer bits
@@ -119,96 +118,7 @@ def map_matches_srat(topo, console: str) -> tuple[bool, str]:
     return True, f"{len(want)} nodes, {sum(len(r) for r in want.values())} ranges agree with the guest's SRAT"
 
 
-# --- the plugin's config ----------------------------------------------------------
-def check(topo, mode: str, qemu_mode: str = "icount") -> None:
-    """Everything that keeps the model from running this topology in this
-    mode, as one line, before anything is built or booted."""
-    if mode == "detailed" and qemu_mode != "icount":
-        raise TimingError("--timing detailed: needs --qemu-mode icount (the model is one serial state, and "
-                          "QEMU 10.0.2 can abort on MMIO addresses under MTTCG)")
-    if mode not in ("fast", "detailed"):
-        raise TimingError(f"--timing: expected one of {', '.join(MODES)}, got {mode!r}")
-    if topo.max_hops() >= MAX_HOPS:
-        raise TimingError(f"{topo.path}: {topo.max_hops()} hops between the farthest nodes; the timing model counts "
-                          f"at most {MAX_HOPS - 1}")
-    if topo.cpus > MAX_CPUS:
-        raise TimingError(f"{topo.path}: {topo.cpus} CPUs; the timing model's directory holds at most {MAX_CPUS}")
-    check_address_map(topo)
-    caches = {c.name: c for c in topo.caches}
-    for name in ("l1d", "l2"):
-        if name not in caches:
-            raise TimingError(f"{topo.path}: field 'caches.{name}': expected a cache for the timing model")
-    for name in ("l2", "l1i", "l3"):
-        if name in caches and caches[name].line_bytes != caches["l1d"].line_bytes:
-            raise TimingError(f"{topo.path}: field 'caches.{name}.line_bytes': expected the L1D's line size")
-
-
-def config_text(topo, mode: str, out: Path, symbols: Path | None = None, bbv_dir: Path | None = None,
-                interval: int = 100_000_000, qemu_mode: str = "icount", stalls: bool = True,
-                price_from_marker: bool = False, warmup_insns: int = 0, restored: bool = False,
-                mem_hops: bool = False, checkpoint_points: bool = False) -> str:
-    """stalls: in detailed mode, charge every access's modeled latency beyond
-    an L1 hit to the running vCPU's clock (our QEMU's series), so the guest
-    feels it; without per-vCPU clocks (mttcg) QEMU refuses them.
-    price_from_marker: a booted detailed run counts instructions through the
-    boot and prices from the guest's marker where the experiment begins
-    (x86 guests; a restored run is priced from the restore).
-    warmup_insns: the first instructions priced (all vCPUs together) only
-    warm the model; its figures count from the end of the warm-up.
-    restored: the guest's kernel is up from the first block (a restore may
-    start in user space: its blocks are the user's, not the boot's).
-    mem_hops: the machine-wide slices count loads and stores by hops to
-    their home node (a sampled run's profile: where its data lives).
-    checkpoint_points: every vCPU's TLB is reset at the run's first block
-    and where a checkpoint is or would be taken (a sampled run's profile,
-    checkpoint segments and regions: plugin_bbv.c), so that machines
-    restored from its checkpoints go on as the profile did."""
-    check(topo, mode, qemu_mode)
-    caches = {c.name: c for c in topo.caches}
-    l1, l2 = caches["l1d"], caches["l2"]
-    lines = ["vmlab-timing 1", f"mode {mode}", f"out {out}", f"isa {topo.guest_isa}",
-             f"kernel_base {KERNEL_BASE[topo.guest_isa]:#x}",
-             f"cpus {topo.cpus}", f"nodes {topo.nodes}", f"clock_ghz {topo.clock_ghz}", f"cycle_ps {topo.cycle_ps}",
-             f"line_bytes {l1.line_bytes}",
-             f"l1d {l1.size_kib * 1024} {l1.ways} {l1.latency_cycles}",
-             f"l2 {l2.size_kib * 1024} {l2.ways} {l2.latency_cycles}",
-             f"local_ns {topo.local_latency_ns}", f"hop_ns {topo.hop_latency_ns}",
-             f"mem_bw_gbps {topo.memory_bandwidth_gbps}", f"link_bw_gbps {topo.link_bandwidth_gbps}",
-             *topo.core.config_lines(topo.cycle_ps)]
-    if topo.guest_isa == "x86_64":  # the walker reads x86-64 page tables (timing/plugin_mmu.c)
-        lines += topo.tlb.config_lines()
-        if "l3" in caches:  # a shared L3 per socket (node)
-            l3 = caches["l3"]
-            lines += [f"l3 {int(l3.size_kib * 1024)} {l3.ways} {l3.latency_cycles}", f"l3_c2c_ns {topo.socket_c2c_ns}"]
-        if "l1i" in caches:
-            lines.append(f"l1i {caches['l1i'].size_kib * 1024} {caches['l1i'].ways} {caches['l1i'].latency_cycles}")
-    if symbols:
-        lines.append(f"symbols {symbols}")
-    if restored:
-        lines.append("plugin.kernel_up on")
-    if mode == "detailed":
-        lines.append(f"plugin.stalls {'on' if stalls and qemu_mode == 'icount' else 'off'}")
-        if price_from_marker:
-            lines.append("plugin.price_from_marker on")
-        if warmup_insns:
-            lines.append(f"plugin.warmup_insns {int(warmup_insns)}")
-    if bbv_dir:
-        # machine-wide slices need one vCPU at a time: round-robin TCG under -icount (plugin_bbv.c)
-        lines += [f"plugin.bbv_dir {bbv_dir}", f"plugin.interval {interval}",
-                  f"plugin.global_bbv {'on' if qemu_mode == 'icount' else 'off'}"]
-        if mem_hops:
-            lines.append("plugin.mem_hops on")
-        if checkpoint_points and qemu_mode == "icount":
-            lines.append("plugin.checkpoint_points on")
-    for n in range(topo.nodes):
-        lines += [f"cpu_node {c} {n}" for c in topo.node_cpus(n)]
-    lines += [f"hops {i} " + " ".join(map(str, row)) for i, row in enumerate(topo.hops)]
-    links, routes = topologies.links_and_routes(topo)
-    lines.append(f"links {len(links)}")
-    lines += [f"link {i} {a} {b}" for i, (a, b) in enumerate(links)]
-    lines += [f"route {a} {b} " + " ".join(map(str, p)) for (a, b), p in sorted(routes.items()) if p]
-    lines += [f"range {s:#x} {e:#x} {n} {o:#x}" for s, e, n, o in address_map(topo)]
-    return "\n".join(lines) + "\n"
+# the plugin's configuration: timing/plugin_config.py (one typed object, one writer)
 
 
 # --- the model's formulas (what tests check the plugin against) -------------------

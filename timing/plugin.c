@@ -434,6 +434,13 @@ static int read_plugin_keys(const char *path) {
             else if (!strcmp(key, "plugin.first_slice_done")) first_slice_done = strtoull(val, NULL, 10);
             else if (!strcmp(key, "plugin.checkpoint_points")) checkpoint_points = !strcmp(val, "on");
             else if (!strcmp(key, "plugin.stop_for_exit")) stop_for_exit = !strcmp(val, "on");
+            else if (!strncmp(key, "plugin.", 7)) {
+                /* a key the host wrote that this plugin does not know: a run priced otherwise than
+                   asked must not start (timing/plugin_config.py PLUGIN_KEYS lists them) */
+                fprintf(stderr, "vmlab-timing: %s: unknown key %s\n", path, key);
+                fclose(f);
+                return -1;
+            }
         }
     fclose(f);
     return 0;
@@ -474,7 +481,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
                 is_x86 ? "capstone did not open (libcapstone)" : "none for this guest ISA");
         return -1;
     }
-    read_plugin_keys(config);
+    if (read_plugin_keys(config)) return -1;
     stalls = stalls && detailed;
     if (stalls && !qemu_plugin_vcpu_stall_ps(0)) {
         fprintf(stderr, "vmlab-timing: plugin.stalls on, but this QEMU keeps no per-vCPU clocks "

@@ -86,3 +86,26 @@ def get(name: str, path: Path = FILE, where: str = "--disk") -> Disk:
     if name not in models:
         raise DiskError(f"{where}: expected one of {', '.join(sorted(models))} ({path}), got {name!r}")
     return models[name]
+
+
+def claims(model: Disk | None, default_name: str, swap_dev: str, data_dev: str,
+           restored: bool) -> tuple[list[str], list[str]]:
+    """What a run's disks are, from what it had: (the disks it has whose
+    requests complete in host time, for the engine's repeatability sentence;
+    the disks' own limitation sentences). model: the disk model in effect,
+    or None; default_name: its name when the topology named none; swap_dev,
+    data_dev: the guest's (a /dev/ path, zram:MiB or ''); restored: the
+    run reads its job from a third disk."""
+    has = {"swap disk": swap_dev.startswith("/dev/"), "data disk": bool(data_dev),
+           "job disk (a restored run reads its job from it)": restored}
+    host = [] if model else [d for d, on in has.items() if on]
+    out = []
+    if data_dev and not model:
+        out.append("data disk (ext2 on virtio-blk): its I/O completes in host time and its latency is not "
+                   "modeled, so IO durations are TCG's, not a disk's")
+    if model and any(has.values()):
+        out.append((f"default disk model {default_name} (the topology names none; topologies/disks.py picks it "
+                    "by the machine's native ISA); " if default_name else "")
+                   + "disks complete at a modeled guest time (latency + bytes at the model's rate, FIFO per "
+                   "server): no seek distance, caching or request reordering inside the disk")
+    return host, out

@@ -97,6 +97,17 @@ class Topology:
             return "x".join(map(str, self.dims)) + " torus"
         return f"{self.nodes} sockets, {len(self.links)} links"
 
+    def limitations(self) -> list[str]:
+        """What the machine as run is not (the run row's limitations)."""
+        out = [f"memory scaled: {self.memory_mib} MiB per node stands for {self.real_memory_gib:g} GiB "
+               f"(scale 1/{round(1 / self.scale)})"]
+        if self.guest_isa != self.native_isa:
+            out.append(f"guest ISA {self.guest_isa} substituted for the machine's {self.native_isa}")
+        if self.guest_isa == "alpha":
+            out.append("Alpha guest (native ISA, QEMU clipper): no NUMA (Linux removed Alpha NUMA in 5.14), "
+                       "one node of at most 4 CPUs; no transparent huge pages; NUMA and THP knobs do not apply")
+        return out
+
     def latency_ns(self, src: int, dst: int) -> float:
         return self.latency_at_hops(self.hops[src][dst])
 

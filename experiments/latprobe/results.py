@@ -10,7 +10,6 @@ from pathlib import Path
 
 import timing
 import topologies
-from engine import qemu
 from experiments import facts
 
 QUERY_TABLE = "timing_phases"
@@ -91,7 +90,7 @@ def pause_turn(con, run_id: int):
     r = con.execute("SELECT topology, topology_toml FROM runs WHERE id = ?", (run_id,)).fetchone()
     topo = topologies.parse(r["topology_toml"], Path(f"{r['topology']}.toml"))
     # the engine's own cycle (rounded to whole ps), not the clock's exact period
-    return json.loads(rec["body"])["ns_per_turn"], topo.pause_cycles * qemu.cycle_ps(topo) / 1000.0
+    return json.loads(rec["body"])["ns_per_turn"], topo.pause_cycles * topo.cycle_ps / 1000.0
 
 
 def figures(con, run_id: int, r, params: dict, w) -> None:
