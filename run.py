@@ -29,11 +29,11 @@ sys.path.insert(0, str(REPO))
 from bootstrap import bootstrap  # standard library only
 
 COMMANDS = ("run", "list", "show", "query", "compare", "build", "test", "bench", "study", "seeds", "report",
-            "browse", "snapshots", "simpoint", "sample-check")
+            "browse", "snapshots", "simpoint", "sample-check", "profile")
 # The verbs whose own module parses and runs them: its parser() and main(argv).
 MODULES = {"bench": "pipeline.bench", "study": "pipeline.studycli", "seeds": "pipeline.seedscli",
            "report": "analysis.report", "browse": "analysis.browse", "query": "analysis.query",
-           "simpoint": "analysis.simpoint", "sample-check": "pipeline.samplecheck"}
+           "simpoint": "sampling.simpoint", "sample-check": "pipeline.samplecheck", "profile": "analysis.profilecli"}
 
 
 def run_parser() -> argparse.ArgumentParser:
@@ -46,6 +46,8 @@ def run_parser() -> argparse.ArgumentParser:
                "  ./run.py show [RUN_ID]        the summary of a stored run (default: the latest)\n"
                "  ./run.py query SQL [--csv]    read-only SQL on the results database\n"
                "  ./run.py compare RUN RUN...   side-by-side figures of runs (or --set N: a stored comparison)\n"
+               "  ./run.py profile RUN          where the CPUs' modeled time went, per symbol (--cpu, --phase,\n"
+               "                                --callers SYMBOL, --folded), as perf report prints it\n"
                "  ./run.py build [options]      build the kernel and initramfs (and take the machine's snapshot)\n"
                "  ./run.py snapshots [--prune]  the cached snapshots after boot and their sizes; --prune deletes them\n"
                "  ./run.py test [PYTEST ARGS]   the test suite (what CI runs)\n"
@@ -119,6 +121,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                         f"figures are unchanged (default {D.warmup_insns}: the model counts from the restore)")
     p.add_argument("--no-hmat", action="store_true", default=D.no_hmat,
                    help="do not give the guest an ACPI HMAT table")
+    p.add_argument("--no-profile", action="store_true", default=D.no_profile,
+                   help="--timing fast|detailed|sampled: keep no profile on the guest clock (`./run.py profile`; "
+                        "it changes no figure of the guest, only the plugin's own cost)")
     p.add_argument("--boot", action="store_true", default=D.boot,
                    help="boot the kernel for this run instead of restoring the machine's snapshot after boot "
                         "(the default for x86 guests on our QEMU under icount; taken once, cached)")
@@ -200,8 +205,8 @@ def spec_from_args(args, kernel: str):
         raise InputError(str(e)) from None
     return RunSpec(topology=args.topology, experiment=args.exp, kernel=kernel, flavor=args.flavor,
                    qemu_mode=args.qemu_mode, quantum_ns=args.quantum_ns, engine=args.engine, disk=args.disk,
-                   timing=args.timing, no_stalls=args.no_stalls, no_hmat=args.no_hmat, timeout=args.timeout,
-                   boot_timeout=args.boot_timeout, kernel_append=args.kernel_append,
+                   timing=args.timing, no_stalls=args.no_stalls, no_hmat=args.no_hmat, no_profile=args.no_profile,
+                   timeout=args.timeout, boot_timeout=args.boot_timeout, kernel_append=args.kernel_append,
                    seed=args.seed, boot=args.boot, warmup_insns=args.warmup_insns,
                    slice_insns=args.slice_insns, **sampled.spec_options(args)).with_params(params)
 

@@ -16,7 +16,8 @@ import time
 from dataclasses import dataclass
 
 import experiments
-from experiments import facts
+from analysis import profile_report
+from protocol import facts
 
 # /proc/vmstat counters worth a row (delta after - before): the reclaim
 # counters every reproducer reports (vmlab_facts.h), then wider families
@@ -194,6 +195,7 @@ def render(con: sqlite3.Connection, run_ids: list[int], all_rows: bool = False) 
     elif any(ln.headline for ln in table):
         w("(* the experiment's headline figures; better/worse as its manifest declares each figure, "
           "changes under 1 % unjudged)")
+    out += profile_report.moved_lines(con, runs)  # when every run has a profile on the guest clock
     return "\n".join(out) + "\n"
 
 

@@ -119,7 +119,7 @@ TABLES = {
                         "checkpoint_bytes": "the checkpoint's saved state (its RAM and devices), bytes",
                         "wall_s": "the region run's wall time"}),
     "sample_estimates": ("A --timing sampled run's estimates of the whole run's modeled figures "
-                         "(analysis/sampling.py: slices x the weighted regions' figures), and after "
+                         "(sampling/estimate.py: slices x the weighted regions' figures), and after "
                          "./run.py sample-check the full detailed run's value and the error.",
                          {"figure": "elapsed_ps (busy_ps from the regions per instruction + idle_ps, the "
                                     "machine's idle time as the profile measured it), "
@@ -136,6 +136,39 @@ TABLES = {
     "timing_symbols": ("Modeled accesses, misses and stall by kernel symbol (System.map).", {}),
     "timing_resources": ("Busy time of each modeled link and memory controller.", {}),
     "timing_phases": ("Per phase a guest program marked (begin/end ids): modeled time, misses, stalls.", {}),
+    # the profile on the guest clock (timing/plugin_prof.c, analysis/profile.py; ./run.py profile RUN)
+    "profile_cpus": ("The profile's CPUs: each vCPU's modeled time over the run (clock_ps - start_ps) is its "
+                     "symbols' time (profile_symbols) + idle_ps + drift_ps.",
+                     {"started": "0 if the vCPU ran no instruction under the profile (start_ps = clock_ps then)",
+                      "halted_at_exit": "1 if the vCPU was in HLT when QEMU exited (its last stretch is idle)",
+                      "start_ps": "the vCPU's clock when the profile started it (the restore, or its first "
+                                  "instruction)",
+                      "clock_ps": "the vCPU's clock at exit (vcpu_clocks.clock_ps; NULL if QEMU did not report it)",
+                      "idle_ps": "halted time (HLT until the next wake-up, and the last stretch if it ended halted)",
+                      "drift_ps": "the clock's advance no column explains (signed; expected 0)",
+                      "insns": "instructions the profile attributed (the sum of its symbols' insns)",
+                      "samples": "call paths sampled (detailed mode; a user-mode sample is its symbol alone)",
+                      "sample_failures": "samples whose kernel stack could not be read (kept as the leaf alone)"}),
+    "profile_symbols": ("Where each CPU's modeled time went, per symbol (kernel: System.map; the guest programs': "
+                        "their symbol tables) and phase: time_ps = insn_ps + core_ps + mem_ps + lock_ps + fetch_ps + "
+                        "pause_ps.",
+                        {"phase": "index of the phase instance (0: outside every phase)",
+                         "phase_name": "the phase's name (VMLAB_PHASES), NULL outside every phase",
+                         "phase_instance": "the instance the program gave its marker",
+                         "dso": "[kernel], a program's name, [user] (user code outside every known symbol) or "
+                                "[boot] (before the kernel's first instruction)",
+                         "insn_ps": "the instructions at the engine's time per instruction (the core's best case)",
+                         "core_ps": "the core's charges beyond that (dataflow, branch mispredictions)",
+                         "mem_ps": "data-access stalls, page walks included",
+                         "lock_ps": "lock hand-offs: an atomic access waiting for the line's last change by "
+                                    "another vCPU",
+                         "fetch_ps": "instruction fetch stalls", "pause_ps": "x86 PAUSE's extra latency",
+                         "pauses": "PAUSE instructions", "time_ps": "the symbol's time: the five columns' sum"}),
+    "profile_stacks": ("Sampled call paths (detailed mode): the kernel's, folded root first ('a;b;leaf'), and a "
+                       "user sample's symbol under its program ('[memeater];memset'), each sample weighted by its "
+                       "vCPU's busy time since the previous one: `./run.py profile RUN --folded`.",
+                       {"stack": "the frames, root first, separated by ';'", "ps": "the samples' summed weight",
+                        "samples": "how many samples took this path"}),
 }
 VIEWS = {
     "v_runs": "The runs in short: status, machine, experiment, kernel, modes, wall time, reason.",
@@ -146,6 +179,8 @@ VIEWS = {
     "v_chunk_cycle": "memeater: per cycle, min / average / max ms per chunk and major faults.",
     "v_timing_chunks": "memeater with the timing model: the guest's and the model's ms per chunk side by side.",
     "v_study_runs": "Study runs with their run's machine, experiment, kernel and outcome.",
+    "v_profile": "The profile per run and symbol over all CPUs and phases, with its share of the CPUs' time "
+                 "(share_pct: of the symbols' time + idle + drift).",
 }
 
 QUERIES = {
@@ -180,6 +215,12 @@ QUERIES = {
                         "SELECT c.compare_id, c.position, r.patch_set, m.name, m.value, m.unit FROM compare_runs c "
                         "JOIN runs r ON r.id = c.run_id JOIN metrics m ON m.run_id = r.id WHERE m.value IS NOT NULL "
                         "AND c.compare_id = (SELECT MAX(id) FROM compare_sets) ORDER BY m.name, c.position"),
+    "profile_top": ("Profile: top symbols", "Each run's ten symbols with the most CPU time (./run.py profile RUN).",
+                    "SELECT run_id, symbol, dso, ROUND(share_pct, 2) AS share_pct, ROUND(time_ps / 1e9, 3) AS ms, "
+                    "insns, ROUND(pause_ps / 1e9, 3) AS pause_ms, ROUND(mem_ps / 1e9, 3) AS mem_ms, "
+                    "ROUND(lock_ps / 1e9, 3) AS lock_ms FROM "
+                    "(SELECT *, ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY time_ps DESC) AS n FROM v_profile) "
+                    "WHERE n <= 10 ORDER BY run_id DESC, time_ps DESC"),
     "study_progress": ("Study progress", "Runs of each study by status, and where they executed.",
                        "SELECT s.study_id, st.name, s.status, COUNT(*) AS runs, GROUP_CONCAT(DISTINCT s.executed_on) "
                        "AS executed_on FROM study_runs s JOIN studies st ON st.id = s.study_id "

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from analysis import compare, db, headlines, pages, plot_kit, plots
+from analysis import compare, db, headlines, pages, plot_kit, plots, profile_report
 
 # Runs that agree on these and differ in patch_set form one kernel comparison.
 GROUP = ("topology_sha256", "experiment", "params_json", "seed", "kernel_flavor", "timing_mode")
@@ -78,12 +78,15 @@ def parser() -> argparse.ArgumentParser:
 def markdown_page(con, db_path, study, ids: list[int], path: Path, command: str) -> Path:
     runs = con.execute(f"SELECT * FROM runs WHERE id IN ({plot_kit.id_list(ids)}) ORDER BY id").fetchall()
     title = f"Results: study {study['id']} ({study['name']})" if study is not None else "Results: runs"
-    body = ["", "## Runs", "", "| run | status | machine | experiment | kernel | timing | start | wall s | reason |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    body = ["", "## Runs", "", "`wall s`: the run's wall time; `of it boot s`: its boot, or for a restored run its "
+            "restore, job pull and setup, up to the guest's first record (`runs.wall_s`, `runs.boot_wall_s`).", "",
+            "| run | status | machine | experiment | kernel | timing | start | wall s | of it boot s | reason |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    sec = lambda v: "-" if v is None else f"{v:.1f}"
     for r in runs:
-        wall = "-" if r["wall_s"] is None else f"{r['wall_s']:.1f}"
         body.append(f"| {r['id']} | {r['status']} | {r['topology']} | {r['experiment']} | {plot_kit.kernel_label(r)} | "
-                    f"{r['timing_mode']} | {r['start']} | {wall} | {(r['reason'] or '').replace('|', '/')} |")
+                    f"{r['timing_mode']} | {r['start']} | {sec(r['wall_s'])} | {sec(r['boot_wall_s'])} | "
+                    f"{(r['reason'] or '').replace('|', '/')} |")
     heads = pages.headline_tables(con, runs)
     if heads:
         body += ["", "## Headline figures", "", "Each experiment's headline figures as its manifest declares them "
@@ -188,6 +191,7 @@ def compare_html(con, n: int, group) -> str:
             f"({e(r0['topology_shape'])}), flavor {e(r0['kernel_flavor'])}, seed {r0['seed']}, timing "
             f"{e(r0['timing_mode'])}: kernels side by side, % against {e(r0['patch_set'])}</h3>{warn}"
             f"<table><tr>{head}</tr>{''.join(rows) or '<tr><td>no figures: nothing numeric</td></tr>'}</table>"
+            f"{profile_report.moved_html(con, group)}"
             f"<p>Runs: {', '.join(map(str, ids))}. Figures from analysis/compare.py (metrics, vmstat deltas, "
             f"kswapd CPU, the experiment's compare_figures); headline figures (bold) and better/worse as the "
             f"experiment's manifest declares them; same table as <code>./run.py compare "
@@ -216,7 +220,8 @@ def headlines_html(con, runs) -> str:
             + "".join(out))
 
 
-def page(db_path, study, runs_part: str, before, tables, after, notes: list[str], heads: str = "") -> str:
+def page(db_path, study, runs_part: str, before, tables, after, notes: list[str], heads: str = "",
+         profiles: str = "") -> str:
     if study is not None:
         title = f"vmlab report: study {study['id']} ({study['name']})"
         about = (f"study file {e(study['path'] or '-')} (sha256 {e(study['sha256'][:12])}), created "
@@ -247,6 +252,8 @@ def page(db_path, study, runs_part: str, before, tables, after, notes: list[str]
     if not (before or after or tables):
         parts.append("<p>No figures: no ok run of memeater, latprobe, kvio or forkstorm, and no runs that differ "
                      "only in the kernel.</p>")
+    if profiles:
+        parts.append(profiles)
     parts.append(IMAGES_SCRIPT + "</body></html>\n")
     return "\n".join(parts)
 
@@ -269,7 +276,9 @@ def write(con, db_path, study, ids: list[int], out: Path) -> Path:
     tables = [compare_html(con, i, g) for i, g in enumerate(compare_groups(runs), 1)]
     after = plots.build(con, runs, out, plots.AFTER_COMPARE)
     index = out / "index.html"
-    index.write_text(page(db_path, study, runs_part, before, tables, after, notes, headlines_html(con, runs)))
+    profiles = profile_report.html_sections(con, runs, out)
+    index.write_text(page(db_path, study, runs_part, before, tables, after, notes, headlines_html(con, runs),
+                          profiles))
     return index
 
 

@@ -355,7 +355,7 @@ MIGRATIONS = [
     );
     CREATE INDEX timing_walks_run ON timing_walks(run_id);
     """,
-    # 13: simulation points picked from a run's basic-block vectors (analysis/simpoint.py)
+    # 13: simulation points picked from a run's basic-block vectors (sampling/simpoint.py)
     """
     CREATE TABLE simpoint_picks (
         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -369,7 +369,7 @@ MIGRATIONS = [
         PRIMARY KEY (run_id, vectors, max_k, seed, cluster)
     );
     """,
-    # 14: a sampled run's regions and its estimates (pipeline/sampled.py, analysis/sampling.py)
+    # 14: a sampled run's regions and its estimates (pipeline/sampled.py, sampling/estimate.py)
     """
     CREATE TABLE sample_regions (
         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -410,6 +410,67 @@ MIGRATIONS = [
     ALTER TABLE timing_cpu ADD COLUMN mispredicts INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE timing_cpu ADD COLUMN mispredict_ps INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE timing_cpu ADD COLUMN unknown_insns INTEGER NOT NULL DEFAULT 0;
+    """,
+    # 17: the profile on the guest clock (timing/plugin_prof.c; analysis/profile.py ingests it): per CPU its
+    # modeled time over the run, split into symbols per phase (their columns), idle and drift; the sampled
+    # call paths (the kernel's, and a user sample's symbol under its program), folded root first
+    """
+    CREATE TABLE profile_cpus (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        cpu INTEGER NOT NULL,
+        started INTEGER NOT NULL,
+        halted_at_exit INTEGER NOT NULL,
+        start_ps INTEGER NOT NULL,
+        clock_ps INTEGER,
+        idle_ps INTEGER NOT NULL,
+        drift_ps INTEGER NOT NULL,
+        insns INTEGER NOT NULL,
+        samples INTEGER NOT NULL,
+        sample_failures INTEGER NOT NULL,
+        PRIMARY KEY (run_id, cpu)
+    );
+    CREATE TABLE profile_symbols (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        cpu INTEGER NOT NULL,
+        phase INTEGER NOT NULL,
+        phase_name TEXT,
+        phase_instance INTEGER,
+        symbol TEXT NOT NULL,
+        dso TEXT NOT NULL,
+        insns INTEGER NOT NULL,
+        insn_ps INTEGER NOT NULL,
+        core_ps INTEGER NOT NULL,
+        mem_ps INTEGER NOT NULL,
+        lock_ps INTEGER NOT NULL,
+        fetch_ps INTEGER NOT NULL,
+        pause_ps INTEGER NOT NULL,
+        pauses INTEGER NOT NULL,
+        time_ps INTEGER NOT NULL,
+        PRIMARY KEY (run_id, cpu, phase, symbol, dso)
+    );
+    CREATE INDEX profile_symbols_by_symbol ON profile_symbols (run_id, symbol);
+    CREATE INDEX profile_symbols_by_phase ON profile_symbols (run_id, phase);
+    CREATE TABLE profile_stacks (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        cpu INTEGER NOT NULL,
+        phase INTEGER NOT NULL,
+        phase_name TEXT,
+        stack TEXT NOT NULL,
+        ps INTEGER NOT NULL,
+        samples INTEGER NOT NULL,
+        PRIMARY KEY (run_id, cpu, phase, stack)
+    );
+    CREATE INDEX profile_stacks_by_phase ON profile_stacks (run_id, phase);
+    CREATE VIEW v_profile AS
+        SELECT s.run_id, s.symbol, s.dso, SUM(s.insns) AS insns, SUM(s.time_ps) AS time_ps,
+               SUM(s.insn_ps) AS insn_ps, SUM(s.core_ps) AS core_ps, SUM(s.mem_ps) AS mem_ps,
+               SUM(s.lock_ps) AS lock_ps, SUM(s.fetch_ps) AS fetch_ps, SUM(s.pause_ps) AS pause_ps,
+               SUM(s.pauses) AS pauses,
+               100.0 * SUM(s.time_ps) / NULLIF((SELECT SUM(x.time_ps) FROM profile_symbols x
+                                                WHERE x.run_id = s.run_id)
+                                               + (SELECT SUM(c.idle_ps + c.drift_ps) FROM profile_cpus c
+                                                  WHERE c.run_id = s.run_id), 0) AS share_pct
+        FROM profile_symbols s GROUP BY s.run_id, s.symbol, s.dso;
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -5,7 +5,7 @@ reads its runs back see the same blocks.
 Each [[matrix]] block comes back with the top level's axes, run, params and
 experiment tables under its own, and the top level's repeats where it has
 none (a file without [[matrix]] is one block). pipeline/study.py expands the
-blocks into runs; analysis/seed_runs.py reads which blocks asked for a seed's
+blocks into runs; seeds/runs.py reads which blocks asked for a seed's
 runs, from studies/seeds.toml and from the study text a database keeps. It
 lives here, below both: analysis must not import pipeline.
 

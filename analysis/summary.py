@@ -11,7 +11,7 @@ import tomllib
 import experiments
 from analysis import timing as timing_summary
 from analysis.rows import f as _f, hops_from_home, metrics as _metrics, mib as _mib
-from experiments import facts
+from protocol import facts
 
 # The reclaim counters every reproducer reports (experiments/lib/
 # vmlab_facts.h), then the placement ones; labels where the name is terse.

@@ -42,6 +42,7 @@ class Built:
     plugin: Path | None = None
     userland: bytes = b""  # the initramfs as built, read under the build lock
     boot_userland: bytes = b""  # a snapshot machine's boot initramfs (engine/snapshot.py), where the arch has one
+    user_symbols: str = ""  # the programs' text symbols, kept beside the initramfs (images/initramfs.symbol_table)
     snapshot: tuple[str, Path] | None = None  # (key, directory) of the machine's snapshot, once taken
     snapshot_error: tuple[str, str] | None = None  # (key, why) when the boot for it failed: the run is failed
 
@@ -91,9 +92,12 @@ def build(cache: Path, variant, arch: str, experiment: str, timing: bool = False
         userland = initrd.read_bytes()
         boot = cache / "initramfs" / f"{arch}-boot.cpio"
         boot_userland = boot.read_bytes() if boot.is_file() else b""
+        syms = initrd.with_suffix(".syms")
+        user_symbols = syms.read_text() if syms.is_file() else ""
     if not rebuilt:
         print("build: up to date, nothing built", flush=True)
-    return Built(kdir, initrd, rebuilt, qemu_build.engine_dir(cache), plugin, userland, boot_userland)
+    return Built(kdir, initrd, rebuilt, qemu_build.engine_dir(cache), plugin, userland, boot_userland,
+                 user_symbols=user_symbols)
 
 
 def _scons(args, lock_fd: int | None = None, log: Path | None = None) -> bool:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.machine import Machine
-from experiments import records
+from protocol import records
 
 
 class SnapshotError(RuntimeError):

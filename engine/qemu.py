@@ -17,7 +17,7 @@ from pathlib import Path
 
 from engine.base import Outcome
 from engine.machine import QUANTUM_NS, Machine
-from experiments import records as rec
+from protocol import records as rec
 
 # Guest time (--qemu-mode):
 # - icount (default): our series' per-vCPU clocks. Each vCPU's time is its own
@@ -82,7 +82,7 @@ def clock_args(topo, mode: str, quantum_ns: int = QUANTUM_NS, vcpu_clocks: bool 
     return ["-accel", "tcg,thread=multi", "-rtc", f"{RTC},clock=host"]
 
 
-# A test hook of the series (x-kick-storm-us, patch 0010): a host thread kicks
+# A test hook of the series (x-kick-storm-us, patch 0002): a host thread kicks
 # the running vCPU every random 1..N host us, as RCU and the main loop do now
 # and then. A run with it must repeat one without it, so it is kept out of
 # every key; tests/test_determinism_e2e.py sets it for one run of a pair.
@@ -103,7 +103,7 @@ def with_test_hooks(cmd: list[str]) -> list[str]:
 def clock_model(topo, mode: str, quantum_ns: int, stalls: bool, vcpu_clocks: bool = True) -> str:
     """How guest time is kept, for the run row and the summary. With stalls
     charged, an out-of-order core's plugin sets the engine's time per
-    instruction to the core's best case (series patch 0019, timing/plugin.c
+    instruction to the core's best case (series patch 0008, timing/plugin.c
     core_charges; the command line keeps the cycle)."""
     if mode == "icount" and not vcpu_clocks:
         return "upstream icount: one instruction counter for every vCPU, 1 instruction = 1 ns"
@@ -230,7 +230,7 @@ VCPU_CLOCK = re.compile(r"^vmlab-clock: cpu (\d+) insns (\d+) stall_ps (\d+) clo
 
 def vcpu_clocks(qemu_log: Path) -> list[tuple[int, int, int, int]]:
     """(cpu, instructions, stall ps, clock ps) per vCPU, as our QEMU prints
-    them at exit (patch 0003); empty if it did not get that far."""
+    them at exit (patch 0002); empty if it did not get that far."""
     try:
         text = qemu_log.read_text(errors="replace")
     except OSError:
@@ -242,7 +242,7 @@ SCHED_COUNTS = re.compile(r"^vmlab-clock: slices (\d+) pauses (\d+) pauses_kept 
 
 
 def sched_counts(qemu_log: Path) -> dict[str, int]:
-    """The round-robin scheduler's counts at exit (patch 0007): slices picked,
+    """The round-robin scheduler's counts at exit (patches 0002 and 0003): slices picked,
     x86 PAUSEs run by all vCPUs (spin-loop turns), and those that kept their
     slice; empty if QEMU did not print them."""
     try:

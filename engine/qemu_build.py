@@ -2,13 +2,22 @@
 patch series in engine/qemu-patches/ (as QFlex, MARSSx86 and SimBricks
 build theirs).
 
+The series is topics, one patch each, applied in `series` order. The QEMU
+source files our series adds whole (the device lists, the scheduler's
+headers, the vmlab-ctl device) are not patch hunks but real files under
+engine/qemu-files/, each at its path inside the QEMU tree; they are copied
+into the unpacked source before the patches are applied (the Kconfig and
+meson.build hunks that build them stay in the patches), and a file QEMU
+already has is refused.
+
 The source is Debian's bookworm-backports upstream tarball, fetched with
 `apt-get source` through a private deb-src list (the system's apt config is
 not touched) and checked twice: against the SHA256 in the signed Sources
 index, and against the SHA256 pinned here. The build is keyed by the hash of
 tarball + series + configure flags + this recipe, lives under the cache, and
 is never rebuilt for the same key; ccache makes a rebuild after a patch
-change take about a minute.
+change take about a minute. "The series" (its hash in the key and in the
+label a run row names the engine by) is the patches and those files.
 """
 from __future__ import annotations
 
@@ -26,13 +35,15 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PATCHES = HERE / "qemu-patches"
+FILES = HERE / "qemu-files"   # new QEMU source files of ours, at their paths in the QEMU tree
 UPSTREAM_VERSION = "10.0.2"
 ORIG_TARBALL = "qemu_10.0.2+ds.orig.tar.xz"
 ORIG_SHA256 = "0901da33844a331bf8b3602b9c1fbd178e60b737c8e3ade678255bd090c9b9f1"
 TARGETS = {"x86_64": "qemu-system-x86_64", "alpha": "qemu-system-alpha"}
 # Only what vmlab runs: two system targets, TCG with plugins, the device
-# lists patch 0001 adds; firmware comes from Debian's packages (seabios,
-# qemu-system-data: SeaBIOS, linuxboot_dma.bin, the clipper PALcode).
+# lists in engine/qemu-files/configs/devices/ (vmlab.mak); firmware comes
+# from Debian's packages (seabios, qemu-system-data: SeaBIOS,
+# linuxboot_dma.bin, the clipper PALcode).
 CONFIGURE = [
     "--target-list=x86_64-softmmu,alpha-softmmu", "--without-default-features", "--without-default-devices",
     "--with-devices-x86_64=vmlab", "--with-devices-alpha=vmlab", "--enable-plugins", "--enable-tcg",
@@ -71,31 +82,49 @@ def series(patches: Path = PATCHES) -> list[Path]:
     return out
 
 
-def series_sha256(patches: Path = PATCHES) -> str:
+def qemu_files(files: Path = FILES) -> list[str]:
+    """Our new QEMU source files: their paths inside the QEMU tree (relative
+    to `files`), sorted. A missing folder is none."""
+    if not files.is_dir():
+        return []
+    out = []
+    for f in files.rglob("*"):
+        if f.is_symlink() or not (f.is_file() or f.is_dir()):
+            raise EngineBuildError(f"{f}: expected a plain file (engine/qemu-files holds QEMU source files)")
+        if f.is_file():
+            out.append(f.relative_to(files).as_posix())
+    return sorted(out)
+
+
+def series_sha256(patches: Path = PATCHES, files: Path = FILES) -> str:
+    """The series' hash: every patch in order, then every file of ours."""
     h = hashlib.sha256()
     for p in series(patches):
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    for rel in qemu_files(files):
+        h.update(b"file\0" + rel.encode() + b"\0" + (files / rel).read_bytes() + b"\0")
     return h.hexdigest()
 
 
-def key(patches: Path = PATCHES) -> str:
+def key(patches: Path = PATCHES, files: Path = FILES) -> str:
     h = hashlib.sha256()
-    for part in (ORIG_SHA256, series_sha256(patches), " ".join(CONFIGURE), RECIPE_VERSION):
+    for part in (ORIG_SHA256, series_sha256(patches, files), " ".join(CONFIGURE), RECIPE_VERSION):
         h.update(part.encode() + b"\0")
     return h.hexdigest()
 
 
-def engine_dir(cache: Path, patches: Path = PATCHES) -> Path:
-    return cache / "qemu" / f"{UPSTREAM_VERSION}-{key(patches)[:16]}"
+def engine_dir(cache: Path, patches: Path = PATCHES, files: Path = FILES) -> Path:
+    return cache / "qemu" / f"{UPSTREAM_VERSION}-{key(patches, files)[:16]}"
 
 
-def binary(cache: Path, isa: str, patches: Path = PATCHES) -> Path:
-    return engine_dir(cache, patches) / "bin" / TARGETS[isa]
+def binary(cache: Path, isa: str, patches: Path = PATCHES, files: Path = FILES) -> Path:
+    return engine_dir(cache, patches, files) / "bin" / TARGETS[isa]
 
 
-def label(patches: Path = PATCHES) -> str:
+def label(patches: Path = PATCHES, files: Path = FILES) -> str:
     """What a run row names the engine by."""
-    return f"QEMU {UPSTREAM_VERSION} (Debian {ORIG_TARBALL}) + vmlab series {series_sha256(patches)[:12]}"
+    return (f"QEMU {UPSTREAM_VERSION} (Debian {ORIG_TARBALL}) + vmlab series "
+            f"{series_sha256(patches, files)[:12]}")
 
 
 def debian_version() -> str:
@@ -159,6 +188,21 @@ def fetch_source(cache: Path, log=_say) -> Path:
 
 
 # --- patching --------------------------------------------------------------------------
+def add_files(tree: Path, files: Path = FILES) -> list[str]:
+    """Copy our new QEMU source files into the unpacked tree, each to its
+    path there; one that QEMU already has is refused (these are files the
+    series adds, never changes to QEMU's: those are patches)."""
+    names = qemu_files(files)
+    for rel in names:  # all checked before any is copied
+        if (tree / rel).exists() or (tree / rel).is_symlink():
+            raise EngineBuildError(f"{files / rel}: QEMU {UPSTREAM_VERSION} already has {rel}; "
+                                   f"{files} holds only files our series adds (change QEMU's with a patch)")
+    for rel in names:
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(files / rel, tree / rel)
+    return names
+
+
 def apply_series(tree: Path, patches: list[Path]) -> None:
     """Apply each patch in order; the first that does not apply is named
     with its failing hunk."""
@@ -180,9 +224,9 @@ def apply_series(tree: Path, patches: list[Path]) -> None:
 
 
 # --- the build -------------------------------------------------------------------------
-def build(cache: Path, patches: Path = PATCHES, jobs: int | None = None, log=_say) -> Path:
+def build(cache: Path, patches: Path = PATCHES, jobs: int | None = None, log=_say, files: Path = FILES) -> Path:
     """Build (or find) our QEMU; return its directory (bin/, include/, meta.json)."""
-    out = engine_dir(cache, patches)
+    out = engine_dir(cache, patches, files)
     if (out / "meta.json").is_file():
         return out
     lockf = out.with_name(out.name + ".lock")
@@ -191,20 +235,22 @@ def build(cache: Path, patches: Path = PATCHES, jobs: int | None = None, log=_sa
         fcntl.flock(lock, fcntl.LOCK_EX)  # concurrent first runs build it once
         if (out / "meta.json").is_file():
             return out
-        return _build_locked(cache, patches, out, jobs, log)
+        return _build_locked(cache, patches, files, out, jobs, log)
 
 
-def _build_locked(cache: Path, patches: Path, out: Path, jobs: int | None, log) -> Path:
+def _build_locked(cache: Path, patches: Path, files: Path, out: Path, jobs: int | None, log) -> Path:
     pl = series(patches)
     tarball = fetch_source(cache, log)
     work = out.with_name(out.name + ".work")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     t0 = time.monotonic()
-    log(f"  qemu: unpacking {tarball.name} and applying {len(pl)} patches from {patches.name}/series ...")
+    log(f"  qemu: unpacking {tarball.name}, adding {len(qemu_files(files))} files of {files.name}/ and "
+        f"applying {len(pl)} patches from {patches.name}/series ...")
     with tarfile.open(tarball) as t:
         t.extractall(work, filter="tar")
     src = next(work.glob("qemu-*"))
+    added = add_files(src, files)
     apply_series(src, pl)
     bdir = work / "build"
     bdir.mkdir()
@@ -240,8 +286,8 @@ def _build_locked(cache: Path, patches: Path, out: Path, jobs: int | None, log) 
         shutil.copy2(bdir / name, tmp / "bin" / name)
     shutil.copy2(src / "include" / "qemu" / "qemu-plugin.h", tmp / "include" / "qemu-plugin.h")
     meta = {"upstream": UPSTREAM_VERSION, "tarball": ORIG_TARBALL, "tarball_sha256": ORIG_SHA256,
-            "series": [p.name for p in pl], "series_sha256": series_sha256(patches), "configure": CONFIGURE,
-            "key": key(patches), "build_s": round(time.monotonic() - t0, 1)}
+            "series": [p.name for p in pl], "files": added, "series_sha256": series_sha256(patches, files),
+            "configure": CONFIGURE, "key": key(patches, files), "build_s": round(time.monotonic() - t0, 1)}
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)

@@ -1,12 +1,12 @@
 """Engine stage: checkpoints inside a run, and region runs from them
-(SimPoint sampling; pipeline/sampled.py drives it, analysis/sampling.py
+(SimPoint sampling; pipeline/sampled.py drives it, sampling/estimate.py
 estimates from it).
 
 - **Checkpoints**: the profiled run again (restored, fast, the same job),
   in segments: each restores the checkpoint before it (the first, the
   machine's snapshot after boot) and its timing plugin stops the machine
   a number of machine-wide slices later (`plugin.stop_after_slices`, series
-  patch 0013); the host saves it with `migrate file:`, copies its disks
+  patch 0008); the host saves it with `migrate file:`, copies its disks
   (sparse) and quits. So the pass costs the run up to the last checkpoint.
   The plugin asks again at every block while a modelled disk request is
   outstanding (those are not in QEMU's migrated state); how late that made

@@ -4,12 +4,12 @@ A snapshot is the machine just after boot, saved once per machine and guest
 and restored by every run that matches it:
 
 - The machine that boots for it has fixed-size disks (swap, data, and a job
-  disk the guest has not read) and the vmlab-ctl port (series patch 0008).
+  disk the guest has not read) and the vmlab-ctl port (series patch 0006).
   Its /init, finding no job in its initramfs, waits for the disks to go
   quiet and asks for the snapshot itself (`vmlab-probe checkpoint`): QEMU
   stops after that instruction, so the snapshot is taken at a point the
   guest chose, never where the host happened to look. The host then saves
-  it with `migrate file:` over QMP (patch 0008 adds the per-vCPU clocks to
+  it with `migrate file:` over QMP (patch 0006 adds the per-vCPU clocks to
   what QEMU saves) and quits.
 - A run restores it (`-incoming file:`): the guest goes on from that
   instruction, pulls its job (programs, run.conf, knobs) from the job disk

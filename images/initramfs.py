@@ -27,6 +27,39 @@ GUEST_CC = {
 }
 # The archiver for the guest library (experiments/lib -> libvmlab.a) per arch.
 GUEST_AR = {"x86_64": "ar", "alpha": "alpha-linux-gnu-ar"}
+GUEST_NM = {"x86_64": "nm", "alpha": "alpha-linux-gnu-nm"}
+
+
+def text_base(arch: str, program: str) -> int | None:
+    """Where an experiment's program is linked on x86-64 (None: the
+    linker's default): static programs all start at 0x400000, so a profile
+    could not tell them apart by address; each is moved to its own 16 MiB
+    slot above 256 MiB, from its name (the same every build), clear of
+    busybox and vmlab-probe at the default (timing/plugin_prof.c looks the
+    user text up by address alone), and below 2 GiB, where the small code
+    model's absolute relocations (crt1.o's) reach."""
+    if arch != "x86_64":
+        return None
+    import zlib
+    return 0x10000000 + (zlib.crc32(program.encode()) % 96) * 0x1000000
+
+
+def symbol_table(arch: str, programs: dict[str, Path]) -> str:
+    """The programs' text symbols as "start end name program" lines (hex),
+    what the profile names user time by (timing/plugin_prof.c): kept beside
+    the initramfs by the build. A program without symbols has no lines:
+    its time is the profile's [user]."""
+    import subprocess
+    out = ["# start end symbol program (timing/plugin_prof.c)"]
+    for name, path in sorted(programs.items()):
+        r = subprocess.run([GUEST_NM[arch], "-S", "--defined-only", str(path)], capture_output=True, text=True)
+        for line in r.stdout.splitlines():
+            f = line.split()
+            if len(f) == 4 and f[2] in "TtWw":
+                start, size = int(f[0], 16), int(f[1], 16)
+                if size:
+                    out.append(f"{start:x} {start + size:x} {f[3]} {name}")
+    return "\n".join(out) + "\n"
 
 
 def shell_init(arch: str) -> bool:
@@ -70,7 +103,7 @@ def shell_init_script() -> bytes:
     """The shell /init with the record tag of experiments/lib/vmlab_facts.h
     (VMLAB_TAG) put in, so the guest's C code, its shell and the host share
     one definition."""
-    from experiments import facts
+    from protocol import facts
     text = INIT.read_text()
     if "@VMLAB_TAG@" not in text:
         raise ValueError(f"{INIT}: expected the placeholder @VMLAB_TAG@ for the record tag")

@@ -11,6 +11,9 @@ itself so that they cannot drift from it:
                     (nothing is built or booted)
     metrics.md      every experiment's figures as its manifest declares them
                     (experiments/metrics.py): unit, better, repeats, headline
+    topologies.md   every shipped machine (topologies/*.toml, read by
+                    topologies.parse): shape, nodes, CPUs, memory, ISAs, clock,
+                    latencies, disk and the sources of its figures
 
     python -m pipeline.reference            write them (vmlab's venv python)
     python -m pipeline.reference --check    exit 1 naming each stale page
@@ -243,8 +246,8 @@ def limitations_page() -> str:
     out = ["# What a run does not model: the `limitations` of its row", "", HEADER,
            "Every run row states what that run does not model (`runs.limitations`, printed as `limits:` in its "
            "summary). The text depends on the machine and on how the run keeps time, so here is the text each "
-           "kind of run gets, computed by the code the run rows use (`pipeline.execute.limitations` over "
-           "`analysis.summary.limitations`) from the run prepared as `./run.py` prepares it; nothing is built or "
+           "kind of run gets, computed by the code the run rows use (`pipeline.prepare.limitations`: each "
+           "part's sentence) from the run prepared as `./run.py` prepares it; nothing is built or "
            "booted. The README's \"What vmlab does not model\" is the overview.", "",
            f"## By run options (on {default['topology']}, experiment {default['exp']})", ""]
     for argv in OPTION_CASES:
@@ -275,9 +278,61 @@ def metrics_page() -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+# --- topologies.md -------------------------------------------------------------------------
+def _mib(mib: int) -> str:
+    return f"{mib // 1024:g} GiB" if mib % 1024 == 0 else f"{mib} MiB"
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def _latency(t) -> str:
+    if t.max_hops() == 0:
+        return f"{t.local_latency_ns:g} ns"
+    return f"{t.local_latency_ns:g} ns, +{t.hop_latency_ns:g} ns a hop (at most {_n(t.max_hops(), 'hop')})"
+
+
+def topologies_page() -> str:
+    import topologies
+    topos = [topologies.parse((topologies.HERE / f"{n}.toml").read_text(), topologies.HERE / f"{n}.toml")
+             for n in topologies.available()]
+    out = ["# The shipped machines", "", HEADER,
+           "Every topology under `topologies/*.toml`, as `topologies.parse` reads it (the files are the source: "
+           "each figure with its comment there). `./run.py --topology NAME` runs one; `--topology "
+           "path/to/yours.toml` runs a file of your own (`tests/data/` holds machines written for the checks). "
+           "Memory is scaled down: a node's MiB stand for the real machine's GB at the scale given, so "
+           "working-set-to-memory ratios keep their shape (the README's \"What vmlab does not model\"). The hop "
+           "matrix, SLIT and HMAT entries derive from these figures (`topologies/routes.py`, `topologies/model.py`).",
+           "", "| machine | shape | nodes | CPUs | memory a node (real) | guest memory | ISA: native / guest | clock "
+           "| load-to-use: local, per hop | disk |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for t in topos:
+        disk = f"`{t.disk}`" + (" (the default)" if t.disk_default else "")
+        out.append(f"| [{t.name}](#{t.name}) | {t.shape()} | {t.nodes} | {t.cpus} ({t.cpus_per_node} a node) | "
+                   f"{_mib(t.memory_mib)} ({t.real_memory_gib:g} GB, scale 1/{1 / t.scale:g}) | "
+                   f"{_mib(t.total_memory_mib)} | {t.native_isa} / {t.guest_isa} | {t.clock_ghz:g} GHz | "
+                   f"{_latency(t)} | {disk} |")
+    out.append("")
+    for t in topos:
+        out += [f"## {t.name}", "", _md(t.description).rstrip(".") + ".", "",
+                f"- shape: {t.shape()}; {_n(t.nodes, 'node')} of {_n(t.cpus_per_node, 'CPU')} ({t.cpus} CPUs), "
+                f"{_mib(t.memory_mib)} a node standing for {t.real_memory_gib:g} GB (scale 1/{1 / t.scale:g})",
+                f"- ISA: native {t.native_isa}, guest {t.guest_isa}; clock {t.clock_ghz:g} GHz, PAUSE "
+                f"{t.pause_cycles} cycle{'s' if t.pause_cycles != 1 else ''}",
+                f"- memory: load-to-use {_latency(t)}; {t.memory_bandwidth_gbps:g} GB/s a node"
+                + (f", {t.link_bandwidth_gbps:g} GB/s a link" if t.nodes > 1 else ""),
+                "- caches: " + ", ".join(f"{c.name} {c.size_kib:g} KiB {c.ways}-way {c.latency_cycles} cycles"
+                                          for c in t.caches),
+                f"- disk: `{t.disk}`" + (" (the file names none: its native ISA's default)" if t.disk_default else ""),
+                "", "Sources:", ""]
+        out += [f"- {_md(src)}" for src in t.sources] or ["- (none given)"]
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
 # --- the pages -----------------------------------------------------------------------------
 PAGES = {"cli.md": cli_page, "schema.md": schema_page, "limitations.md": limitations_page,
-         "metrics.md": metrics_page}
+         "metrics.md": metrics_page, "topologies.md": topologies_page}
 
 
 def pages() -> dict[str, str]:

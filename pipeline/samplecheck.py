@@ -80,13 +80,13 @@ def main(argv: list[str]) -> int:
 def compare(con, sampled_id: int, full_id: int) -> list[tuple]:
     """Store the full run's figures beside the sampled run's estimates; (figure, est, actual, err %)."""
     import timing
-    from analysis import sampling, simpoint
+    from sampling import estimate, simpoint
     rdir = Path(con.execute("SELECT log_path FROM runs WHERE id = ?", (full_id,)).fetchone()[0]).parent
-    actual = sampling.whole_run(timing.load_results(rdir / "timing.json"),
+    actual = estimate.whole_run(timing.load_results(rdir / "timing.json"),
                                 simpoint.read_slices(rdir / "bbv.global.slices"))
     est = {f: v for f, v in con.execute("SELECT figure, estimated FROM sample_estimates WHERE run_id = ?",
                                         (sampled_id,))}
-    rows = sampling.errors(est, actual)
+    rows = estimate.errors(est, actual)
     with con:
         con.executemany("UPDATE sample_estimates SET actual = ?, error_pct = ?, check_run_id = ? "
                         "WHERE run_id = ? AND figure = ?",

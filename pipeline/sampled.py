@@ -3,18 +3,18 @@
 1. The run itself is the profile: restored, under the fast plugin, writing
    machine-wide basic-block vectors (timing/plugin_bbv.c); its guest
    figures are stored as any run's.
-2. Its vectors are clustered (analysis/simpoint.py: SimPoint 3.2's
+2. Its vectors are clustered (sampling/simpoint.py: SimPoint 3.2's
    algorithm) into simulation points, stored in simpoint_picks.
 3. A repeat of the run (runs repeat exactly) stops at a warm-up before each
    point and is saved there with its disks (engine/regions.py; series patch
-   0013); it quits after the last, so it costs the run up to that point.
+   0008); it quits after the last, so it costs the run up to that point.
 4. Each region restores its checkpoint under the detailed model, warms it
    functionally for `sample_functional` slices (the model sees everything,
    nothing is charged: the guest runs as in the profile), then priced for
    `sample_warmup` slices, measures the point's slice and stops; the
    regions run at once on a local pool of `sample_workers`.
 5. The whole run's modeled figures are estimated from the weighted regions
-   (analysis/sampling.py) into sample_estimates, the regions into
+   (sampling/estimate.py) into sample_estimates, the regions into
    sample_regions; `./run.py sample-check` adds the full detailed run's
    figures and the error of each.
 
@@ -69,7 +69,7 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
     through ctx.prep.snaps (engine/base.py Snapshots). Returns the run's
     status: a failure is recorded on the run with its reason."""
     import timing
-    from analysis import sampling, simpoint
+    from sampling import estimate, simpoint
     spec, snaps = ctx.spec, ctx.prep.snaps
     t0 = time.monotonic()
     work = rdir / "regions"
@@ -144,8 +144,8 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
                    "detailed_insns": sum(r["insns"] + r["spin_insns"] for r in rr[func:p - b + 1]),
                    "checkpoint_bytes": meta.get(b, {}).get("size"), "wall_s": round(wall, 2)}
             print(f"sampled: region {c} (slice {p}, from {b}): {el / 1e6:.3f} us elapsed, {wall:.1f} s", flush=True)
-            return sampling.Region(c, p, w, b, rr[p - b]["insns"],
-                                   sampling.figures(timing.load_results(d / "timing.json"), el, ct, idle)), row
+            return estimate.Region(c, p, w, b, rr[p - b]["insns"],
+                                   estimate.figures(timing.load_results(d / "timing.json"), el, ct, idle)), row
 
         tr = time.monotonic()
         with ThreadPoolExecutor(max_workers=spec.sample_workers) as ex:
@@ -163,7 +163,7 @@ def finish(ctx, con, run_id: int, rdir: Path) -> str:
     finally:
         for st in [*work.glob("ckpt-*/*.img"), *work.glob(f"ckpt-*/{snaps.state_file}")]:  # meta.json stays
             st.unlink()
-    est = sampling.estimate([r for r, _ in done], sampling.profile_insns(rows), sampling.profile_idle(rows))
+    est = estimate.estimate([r for r, _ in done], estimate.profile_insns(rows), estimate.profile_idle(rows))
     store(con, run_id, max_k, picks, [row for _, row in done], est,
           {"checkpoint_wall_s": ckpt_s, "regions_wall_s": regions_s, "sampling_wall_s": time.monotonic() - t0,
            "profile_insns": sum(r["insns"] + r["spin_insns"] for r in rows),
@@ -226,7 +226,7 @@ def _checkpoint(ctx, work: Path, rows: list[dict], meta: dict[int, dict], prev: 
     at `prev` (0: the snapshot after boot) in work/name, and checked against
     the profile (on_path). Returns its meta, with every vCPU's instructions
     from the profile's start and the deviation."""
-    from analysis import simpoint
+    from sampling import simpoint
     m = _machine(ctx, work, prev, name, "fast", b - prev,
                  lambda cmd, d: ctx.prep.snaps.checkpoint(cmd, d, work / f"ckpt-{b}", ctx.run_to),
                  late=meta[prev]["late_insns"])
@@ -317,8 +317,8 @@ def store(con, run_id: int, max_k: int, picks, region_rows: list[dict], est: dic
           costs: dict[str, float], chosen: str = "") -> None:
     """max_k: the one the run used; chosen: what a short run chose to fit it
     (fit), added to the run row's limitations."""
-    from analysis import simpoint
     from analysis.rows import insert
+    from sampling import simpoint
     with con:  # all of it or none
         simpoint.store_picks(con, run_id, "global", max_k, 1, picks)
         if chosen:

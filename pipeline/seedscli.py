@@ -1,7 +1,7 @@
 """`./run.py seeds [SEED ...]`: run each seed's reproducer on its machine
 with its kernels (the seed's [[matrix]] block of studies/seeds.toml, as a
 study: resumable, keys already ok are not run again), then print the seed's
-own table beside its published figures (analysis/seeds.py)."""
+own table beside its published figures (seeds/report.py)."""
 from __future__ import annotations
 
 import argparse
@@ -37,7 +37,7 @@ def main(argv: list[str]) -> int:
     from pipeline import studycli
     a = parser().parse_args(argv)
     dbpath = Path(a.db).resolve()
-    from analysis import seed_runs, seeds
+    from seeds import report as seeds, runs as seed_runs
     sid = None
     if not a.table_only:
         # a seed's blocks: "004" and any "004-..." (runs that are not a kernel x machine product)

@@ -42,6 +42,7 @@ class RunSpec:
     timing: str = "off"
     no_stalls: bool = False
     no_hmat: bool = False
+    no_profile: bool = False                    # the plugin keeps no profile (it changes no guest figure: not keyed)
     timeout: float | None = None
     boot_timeout: float | None = None
     kernel_append: str = ""

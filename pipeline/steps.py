@@ -79,7 +79,11 @@ class Run:
         rdir.mkdir(parents=True)
         self.console, self.qlog = rdir / "console.log", rdir / "qemu.log"
         machine = self._disks_and_job()
-        conf = prep.mode.plugin_config(spec, topo, rdir, self.built.kernel_dir / "System.map", self.restored)
+        syms = None
+        if self.built.user_symbols:  # the programs' symbols, for the profile
+            syms = rdir / "user.syms"
+            syms.write_text(self.built.user_symbols)
+        conf = prep.mode.plugin_config(spec, topo, rdir, self.built.kernel_dir / "System.map", self.restored, syms)
         if conf is not None:
             self.timing_out = conf.out
             (rdir / "timing.conf").write_text(conf.text(topo))
@@ -197,7 +201,7 @@ class Run:
     # --- supervise ----------------------------------------------------------------------------
     def supervise(self, live=None) -> None:
         from analysis import summary
-        from experiments import records
+        from protocol import records
         prep = self.prep
         if self.snap_failed:
             # the boot that should have ended in the snapshot: its console is this run's
@@ -218,8 +222,8 @@ class Run:
         """The records and every part's results, with the final status, in one transaction."""
         from analysis import db
         from analysis.runrow import RunEnd
-        from experiments import records
         from images import initramfs
+        from protocol import records
         self._drop_images()
         out = self.outcome
         self.status = out.status if out else "aborted"
@@ -233,7 +237,7 @@ class Run:
             qemu_maxrss_kib=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
         )
         self.parsed = out.parsed if out else records.parse_bytes(self._console_bytes())
-        extras = [self._engine_records(), self._timing_records()]
+        extras = [self._engine_records(), self._timing_records(), self._profile_records()]
         db.finish_run(self.con, self.id, fields, self.parsed, self.prep.topo,
                       extra=lambda c: [f(c) for f in extras if f])
 
@@ -270,6 +274,15 @@ class Run:
         if not ok:
             print(f"warning: timing address map: {line}", file=sys.stderr)
         return lambda c: timing_db.ingest(c, run_id, res, ("" if ok else "MISMATCH: ") + line)
+
+    def _profile_records(self):
+        """The profile on the guest clock (timing/plugin_prof.c), with each vCPU's clock at the end."""
+        path = self.rdir / "profile.json"
+        if self.timing_out is None or not path.exists():
+            return None
+        from analysis import profile
+        clocks, run_id = self.prep.engine.vcpu_clocks(self.qlog), self.id
+        return lambda c: profile.ingest(c, run_id, path, clocks)
 
     # --- the sampled mode's finishing step (timing/modes.py Sampled.finish) ------------------
     def sample_regions(self) -> str:

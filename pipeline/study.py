@@ -96,7 +96,7 @@ def _beside(path: Path, topology) -> str:
 
 def _groups(path: Path, data: dict) -> list[dict]:
     """The file's [[matrix]] blocks over its top level (analysis/studyfile.py,
-    the reader analysis/seed_runs.py shares)."""
+    the reader seeds/runs.py shares)."""
     return studyfile.groups(path, data, InputError)
 
 

@@ -90,7 +90,7 @@ def test_query_refuses_what_writes_and_creates_nothing(tmp_path, sql, refused):
 def test_show_prints_the_stored_summary_and_names_a_missing_run(tmp_path):
     import topologies as T
     from analysis import db, summary
-    from experiments import records as R
+    from protocol import records as R
     from tests.runrows import run_end, run_start
     topo = T.load("gs1280-8")
     con = db.connect(tmp_path / "r.db")

@@ -4,7 +4,7 @@ import pytest
 
 import topologies as T
 from analysis import compare, db
-from experiments import records as R
+from protocol import records as R
 from tests.e2e import ENV, vmlab
 from tests.runrows import run_end, run_start
 

@@ -15,8 +15,8 @@ import pytest
 import experiments as E
 import topologies as T
 from analysis import compare, db, summary
-from experiments import records as R
 from experiments.coreprobe import results as cp
+from protocol import records as R
 from tests.cbuild import GUEST, gcc
 from tests.e2e import REPO
 from tests.runrows import run_end, run_start

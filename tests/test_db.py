@@ -4,7 +4,7 @@ import pytest
 
 import topologies as T
 from analysis import db, schema
-from experiments import records as R
+from protocol import records as R
 from tests.runrows import run_end, run_start
 
 DATA = __import__("pathlib").Path(__file__).parent / "data"

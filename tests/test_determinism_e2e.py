@@ -1,10 +1,11 @@
-"""Determinism on per-vCPU clocks (engine/qemu-patches/0003, 0005, 0006, 0008,
-0010): the same inputs give the same console, per-vCPU instruction counts and
+"""Determinism on per-vCPU clocks (engine/qemu-patches/: the clocks and their
+scheduler 0002, the TLB's resize window 0004, the disk 0005, snapshots 0006):
+the same inputs give the same console, per-vCPU instruction counts and
 clocks, on 1 and 32 CPUs under the plugin (fast: counts and basic-block vectors),
 on 8 without it, and on 8 with the detailed model, while
 the guest swaps to the modeled disk. Every pair is restored from the machine's
 snapshot after boot (the default). In the 8-CPU pair without the plugin,
-the second run goes under a host kick storm (patch 0010's
+the second run goes under a host kick storm (the series' 0002's
 x-kick-storm-us: the running vCPU kicked every random 1-20 host us, where
 RCU and the main loop kick now and then): the determinism hole was a host
 kick deciding where a woken vCPU starts. A boot repeating exactly is
@@ -35,7 +36,7 @@ pytestmark = pytest.mark.boot
 MACHINES = {1: "x86-1c-small", 8: "x86-2s-8c-small", 32: "x86-4s-32c-small"}
 # The first pass of this test found fast mode on 8 CPUs diverging: QEMU sized
 # each vCPU's TLB by host time, so page walks (and the accessed bits reclaim
-# reads) came at host-timed points. Series patch 0006 keeps it in guest time.
+# reads) came at host-timed points. Series patch 0004 keeps it in guest time.
 
 
 @pytest.mark.parametrize("cpus,mode", [(1, "fast"), (8, "off"), (8, "detailed"), (32, "fast")])

@@ -23,9 +23,29 @@ def test_shipped_series_lists_existing_patches_each_with_a_header():
         assert "Subject:" in head and len(head.splitlines()) >= 5, f"{p.name}: a header says what and why"
 
 
+def test_new_qemu_files_are_files_of_ours_not_patch_hunks():
+    """A file our series adds to QEMU whole is a real file under
+    engine/qemu-files/ (at its path in the QEMU tree), not a patch hunk from
+    /dev/null; what lists it for the build (Kconfig, meson.build) stays in
+    the patches."""
+    files = qb.qemu_files()
+    assert "hw/misc/vmlab-ctl.c" in files and "include/qemu/vmlab-sched.h" in files
+    assert "configs/devices/x86_64-softmmu/vmlab.mak" in files
+    for p in qb.series():
+        assert "--- /dev/null" not in p.read_text(), f"{p.name}: a new QEMU file belongs in {qb.FILES}"
+    listed = "".join(p.read_text() for p in qb.series())
+    assert "+system_ss.add(when: 'CONFIG_VMLAB_CTL', if_true: files('vmlab-ctl.c'))" in listed
+
+
 def copy_series(tmp_path) -> Path:
     d = tmp_path / "patches"
     shutil.copytree(qb.PATCHES, d)
+    return d
+
+
+def copy_files(tmp_path) -> Path:
+    d = tmp_path / "files"
+    shutil.copytree(qb.FILES, d)
     return d
 
 
@@ -37,6 +57,43 @@ def test_key_follows_the_series_and_names_the_engine(tmp_path):
     p.write_text(p.read_text() + "\n")
     assert qb.key(d) != k0
     assert qb.series_sha256(d)[:12] in qb.label(d)
+
+
+def test_key_and_label_follow_our_qemu_files_too(tmp_path):
+    d, f = copy_series(tmp_path), copy_files(tmp_path)
+    k0, label0 = qb.key(d, f), qb.label(d, f)
+    assert k0 == qb.key() and label0 == qb.label()   # the same bytes: the shipped engine
+    h = f / "include" / "qemu" / "vmlab-sched.h"
+    h.write_text(h.read_text() + "\n")
+    assert qb.key(d, f) != k0 and qb.label(d, f) != label0
+    assert qb.series_sha256(d, f)[:12] in qb.label(d, f)
+    h.write_text(h.read_text()[:-1])
+    assert qb.key(d, f) == k0
+    (f / "include" / "qemu" / "vmlab-extra.h").write_text("/* one more */\n")
+    assert qb.key(d, f) != k0 and qb.engine_dir(tmp_path, d, f) != qb.engine_dir(tmp_path, d)
+
+
+def test_our_files_are_copied_into_the_tree_and_a_file_qemu_has_is_refused(tmp_path):
+    tree, f = tmp_path / "src", tmp_path / "files"
+    (tree / "include" / "qemu").mkdir(parents=True)
+    (tree / "include" / "qemu" / "osdep.h").write_text("/* QEMU's */\n")
+    (f / "include" / "qemu").mkdir(parents=True)
+    (f / "include" / "qemu" / "ours.h").write_text("/* ours */\n")
+    (f / "hw" / "misc").mkdir(parents=True)
+    (f / "hw" / "misc" / "ours.c").write_text("int ours;\n")
+    assert qb.add_files(tree, f) == ["hw/misc/ours.c", "include/qemu/ours.h"]
+    assert (tree / "hw" / "misc" / "ours.c").read_text() == "int ours;\n"
+    assert (tree / "include" / "qemu" / "osdep.h").read_text() == "/* QEMU's */\n"
+    # a file QEMU has: refused, one line, before anything is copied
+    tree2 = tmp_path / "src2"
+    (tree2 / "include" / "qemu").mkdir(parents=True)
+    (tree2 / "include" / "qemu" / "osdep.h").write_text("/* QEMU's */\n")
+    (f / "include" / "qemu" / "osdep.h").write_text("/* a replacement */\n")
+    with pytest.raises(qb.EngineBuildError, match=r"already has include/qemu/osdep.h") as e:
+        qb.add_files(tree2, f)
+    assert "\n" not in str(e.value) and e.value.status == 2
+    assert (tree2 / "include" / "qemu" / "osdep.h").read_text() == "/* QEMU's */\n"
+    assert not (tree2 / "hw").exists()
 
 
 def test_series_naming_a_missing_patch_is_one_line(tmp_path):

@@ -1,5 +1,5 @@
 """Facts shared by C and Python are written once (experiments/lib/vmlab_facts.h,
-timing/model_int.h) and read by experiments/facts.py: what the Python reader
+timing/model_int.h) and read by protocol/facts.py: what the Python reader
 sees is what the C compiler sees, and the tables that repeat a list agree
 with it."""
 import subprocess
@@ -8,7 +8,7 @@ import pytest
 
 import timing as T
 from analysis import db, timing as timing_db
-from experiments import facts, records as R
+from protocol import facts, records as R
 from tests.cbuild import gcc
 
 PRINT = r"""

@@ -107,7 +107,7 @@ def test_command_needing_a_shell_is_refused(init_bin, cmd, code):
 def test_c_init_reports_the_patches_the_shell_init_reports(init_bin, tmp_path):
     """Alpha runs prove their kernel's patch sets too: the C /init's `patch`
     records from a kernel log are the shell /init's (its dmesg | sed)."""
-    from experiments import facts, records
+    from protocol import facts, records
     log = tmp_path / "kmsg"
     log.write_text("[    0.000000] Linux version 6.1\n"
                    "[    0.120000] vmlab-patch: rmap-lock-blocking (anon_vma lock as 2009's)\n"
@@ -125,7 +125,7 @@ def test_c_init_reports_the_patches_the_shell_init_reports(init_bin, tmp_path):
 
 
 def test_the_shell_init_takes_its_record_tag_from_the_facts_header():
-    from experiments import facts
+    from protocol import facts
     packed = initramfs.shell_init_script().decode()
     assert f"TAG='{facts.TAG}'" in packed and "@VMLAB_TAG@" not in packed
     assert facts.TAG.strip() not in initramfs.INIT.read_text()  # held once, in vmlab_facts.h

@@ -7,12 +7,8 @@ both ends are mapped to a stage by STAGES below. The tests fail on an import
 of a later stage, on a cycle between modules, and on a stage before
 pipeline/ that runs ./run.py, naming the file, the line and the import.
 
-Where the folders are not the whole story:
-- experiments/facts.py and experiments/records.py are the protocol between
-  the guest's C, the host and the model (the facts read from
-  experiments/lib/vmlab_facts.h, and the tagged console records built on
-  them). They are the lowest level: every stage may import them, and they
-  import nothing of vmlab but each other.
+Each stage is a top-level folder (docs/architecture.md draws them); where
+the folders are not the whole story:
 - experiments/<name>/results.py and experiments/<name>/plots.py are
   results-stage code kept in the experiment's folder (its tables, ingest,
   summary part; its report figures): they may import analysis helpers, but
@@ -45,7 +41,7 @@ from tests.e2e import REPO
 #   kernel and initramfs of images/, engine/qemu_build.py's QEMU, the guest
 #   programs of experiments/, timing/'s plugin. The engine gets the
 #   artifacts from pipeline/, not by importing the build.
-# - timing after workload: the model reads experiments/facts.py, and
+# - timing after workload: the model reads protocol/facts.py, and
 #   analysis reads the model's counters.
 # - bootstrap/ (host setup, standard library only) imports nothing of vmlab
 #   and only the front calls it (pipeline/, run.py): installing things is
@@ -53,7 +49,7 @@ from tests.e2e import REPO
 # An entry is a top-level folder, or file patterns that take files out of
 # their folder's stage (a file pattern wins over its folder).
 STAGES = (
-    ("protocol", ("experiments/facts.py", "experiments/records.py")),
+    ("protocol", ("protocol",)),
     ("machine", ("topologies",)),
     ("software", ("images",)),
     ("engine", ("engine",)),
@@ -61,6 +57,8 @@ STAGES = (
     ("timing", ("timing",)),
     ("build", ("build",)),
     ("results", ("analysis", "experiments/*/results.py", "experiments/*/plots.py")),
+    ("seeds", ("seeds",)),
+    ("sampling", ("sampling",)),
     ("bootstrap", ("bootstrap",)),
     ("pipeline", ("pipeline",)),
 )
@@ -258,5 +256,5 @@ def test_the_checks_see_what_they_look_for(srcs):
     assert loader_calls(planted) == ["engine/x.py:2: results_module (the results modules' loader) from engine"]
     planted["engine/x.py"] = "from experiments import plots_module\nplots_module('kvio')\n"
     assert loader_calls(planted) == ["engine/x.py:2: plots_module (the results modules' loader) from engine"]
-    assert stage_of("experiments/facts.py") == "protocol" and stage_of("experiments/kvio/results.py") == "results"
+    assert stage_of("protocol/facts.py") == "protocol" and stage_of("experiments/kvio/results.py") == "results"
     assert stage_of("experiments/kvio/plots.py") == "results" and stage_of("experiments/__init__.py") == "workload"

@@ -9,7 +9,8 @@ import pytest
 import experiments
 import topologies as T
 from analysis import db
-from experiments import metrics as M, records as R
+from experiments import metrics as M
+from protocol import records as R
 from tests.e2e import REPO
 from tests.runrows import run_end, run_start
 

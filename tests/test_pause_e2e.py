@@ -1,4 +1,4 @@
-"""End to end on patch 0007: a spin-wait hint (x86 PAUSE) costs the
+"""End to end on patch 0003: a spin-wait hint (x86 PAUSE) costs the
 topology's pause_cycles on the guest's own clock, and every run stores how
 much the guest spun. latprobe times 200,000 turns of a cpu_relax() loop with
 clock_gettime. Slow: builds and boots guests."""

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis import simpoint
 from engine import regions
+from sampling import simpoint
 from tests.cbuild import SHARED, gcc
 
 REPO = Path(__file__).resolve().parent.parent
@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 def built(tmp_path_factory):
     d = tmp_path_factory.mktemp("bbv")
     (d / "inc").mkdir()
-    # plugin_bbv.c needs only these of QEMU's plugin API (series patches 0004, 0013, 0016)
+    # plugin_bbv.c needs only these of QEMU's plugin API (series patch 0008)
     (d / "inc" / "qemu-plugin.h").write_text("#include <stdbool.h>\n#include <stdint.h>\n"
                                              "bool qemu_plugin_machine_stop(void);\n"
                                              "bool qemu_plugin_machine_can_stop(void);\n"

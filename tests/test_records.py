@@ -1,4 +1,4 @@
-from experiments import records as R
+from protocol import records as R
 
 
 def test_records_among_kernel_noise_and_garbage():

@@ -17,10 +17,10 @@ import timing
 import topologies as T
 from analysis import db, pages, plot_kit, plots, report
 from analysis.rows import insert
-from experiments import facts, records as R
 from experiments.forkstorm import plots as forkstorm_plots
 from experiments.latprobe import plots as latprobe_plots
 from experiments.memeater import plots as memeater_plots
+from protocol import facts, records as R
 from tests.e2e import ENV, REPO, vmlab
 from tests.runrows import run_end, run_start
 

@@ -12,8 +12,8 @@ import experiments as E
 import topologies as T
 from analysis import db, summary
 from engine import qemu
-from experiments import records as R
 from experiments.kvio import results as kvio_results
+from protocol import records as R
 from tests.cbuild import GUEST, gcc
 from tests.e2e import REPO
 from tests.runrows import run_end, run_start

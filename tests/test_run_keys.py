@@ -8,10 +8,10 @@ import pytest
 import timing
 from analysis import db
 from engine import qemu_build
-from experiments import records
 from images import kernel
 from pipeline import buildkeys, execute, study, studycli
 from pipeline.spec import RunSpec
+from protocol import records
 from tests.runrows import run_end, run_start
 
 SPEC = RunSpec(topology="x86-2s", experiment="latprobe", timing="detailed")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis import sampling, simpoint
 from pipeline import sampled
+from sampling import estimate, simpoint
 from tests.e2e import REPO, db, vmlab
 
 pytestmark = pytest.mark.boot
@@ -52,7 +52,7 @@ def test_a_sampled_run_estimates_the_full_detailed_run(vmlab_env, tmp_path):
     prof = simpoint.read_slices(Path(runs["sampled"]["log_path"]).parent / "bbv.global.slices")
     assert all(len(x["miss_hops"]) == 1 for x in prof) and sum(x["miss_hops"][0] for x in prof) > 0
     assert all(x["machine_ps"] > 0 for x in prof[:-1])  # the last: written at exit, no vCPU running
-    assert est["idle_ps"]["estimated"] == pytest.approx(sampling.profile_idle(prof))  # the profile's, measured
+    assert est["idle_ps"]["estimated"] == pytest.approx(estimate.profile_idle(prof))  # the profile's, measured
     full_insns = sum(n for (n,) in c.execute("SELECT insns FROM timing_cpu WHERE run_id = ?", (fid,)))
     assert sum(x["detailed_insns"] for x in regions) < full_insns
     assert "sample-check: sampled run" in r.stdout and "regions on N workers" in r.stdout

@@ -1,16 +1,16 @@
-"""SimPoint sampling's estimator (analysis/sampling.py) on synthetic regions,
+"""SimPoint sampling's estimator (sampling/estimate.py) on synthetic regions,
 the sampled run's option checks and the regions' projection onto workers
 (pipeline/sampled.py)."""
 import pytest
 
-from analysis import sampling
-from analysis.simpoint import slice_costs
 from pipeline import sampled
 from pipeline.spec import InputError, RunSpec, run_key
+from sampling import estimate
+from sampling.simpoint import slice_costs
 
 
 def rows_of(times_by_slice, cpus=2, insns=1000):
-    """Slices rows as analysis.simpoint.read_slices gives them: per slice every
+    """Slices rows as sampling.simpoint.read_slices gives them: per slice every
     vCPU's clock at its end (each vCPU's clock advancing by its time)."""
     clock = [1_000_000] * cpus
     start = list(clock)
@@ -41,15 +41,15 @@ def test_two_planted_phases_are_estimated_exactly_from_one_slice_each():
     cost = {"A": (100, 0), "B": (300, 0)}
     rows = rows_of([cost[p] for p in phases])
     res = {"A": result(60, 5, 0, [("memset", 60)]), "B": result(250, 20, 20, [("copy_page", 250)])}
-    regs = [sampling.Region(0, 2, 0.6, 1, 1000, sampling.figures(res["A"], 100, 100)),
-            sampling.Region(1, 8, 0.4, 7, 1000, sampling.figures(res["B"], 300, 300))]
-    est = sampling.estimate(regs, sampling.profile_insns(rows))
+    regs = [estimate.Region(0, 2, 0.6, 1, 1000, estimate.figures(res["A"], 100, 100)),
+            estimate.Region(1, 8, 0.4, 7, 1000, estimate.figures(res["B"], 300, 300))]
+    est = estimate.estimate(regs, estimate.profile_insns(rows))
     full = {"cpus": [{"cpu": 0, "insns": 10000, "stall_ps": 6 * 60 + 4 * 250, "misses": 6 * 5 + 4 * 20,
                       "remote": 80}, {"cpu": 1, "insns": 0, "stall_ps": 0, "misses": 0, "remote": 0}],
             "symbols": [{"symbol": "memset", "stall_ps": 360}, {"symbol": "copy_page", "stall_ps": 1000}]}
-    actual = sampling.whole_run(full, rows)
+    actual = estimate.whole_run(full, rows)
     assert actual["elapsed_ps"] == 6 * 100 + 4 * 300
-    errs = {f: err for f, _e, _a, err in sampling.errors(est, actual)}
+    errs = {f: err for f, _e, _a, err in estimate.errors(est, actual)}
     for f in ("elapsed_ps", "cpu_time_ps", "total.stall_ps", "total.misses", "total.remote", "remote_share",
               "cpu0.stall_ps", "symbol.memset.stall_share", "symbol.copy_page.stall_share"):
         assert errs[f] == pytest.approx(0, abs=1e-9), f
@@ -58,12 +58,12 @@ def test_two_planted_phases_are_estimated_exactly_from_one_slice_each():
 
 def test_a_wrong_weight_shows_as_error_and_a_ratio_is_taken_from_the_sums():
     rows = rows_of([(100, 0)] * 5 + [(300, 0)] * 5)
-    regs = [sampling.Region(0, 0, 0.8, 0, 1000, sampling.figures(result(10, 10, 0), 100, 100)),
-            sampling.Region(1, 9, 0.2, 8, 1000, sampling.figures(result(10, 10, 10), 300, 300))]
-    est = sampling.estimate(regs, sampling.profile_insns(rows))
+    regs = [estimate.Region(0, 0, 0.8, 0, 1000, estimate.figures(result(10, 10, 0), 100, 100)),
+            estimate.Region(1, 9, 0.2, 8, 1000, estimate.figures(result(10, 10, 10), 300, 300))]
+    est = estimate.estimate(regs, estimate.profile_insns(rows))
     assert est["elapsed_ps"] == pytest.approx(10 * (0.8 * 100 + 0.2 * 300))   # 1400 against 2000
-    actual = sampling.whole_run(result(0, 0, 0), rows)
-    err = dict((f, e) for f, _x, _a, e in sampling.errors(est, actual))
+    actual = estimate.whole_run(result(0, 0, 0), rows)
+    err = dict((f, e) for f, _x, _a, e in estimate.errors(est, actual))
     assert err["elapsed_ps"] == pytest.approx(-30.0)
     # remote share from the estimated sums (2 of 10 remote), not the mean of 0 and 1
     assert est["remote_share"] == pytest.approx(0.2)
@@ -73,15 +73,15 @@ def test_a_region_is_priced_per_instruction_so_a_partial_slice_counts_for_what_i
     # 2.5 slices of 1000 instructions at 100 ps per slice (0.1 ps an instruction)
     rows = rows_of([(100, 0), (100, 0), (50, 0)])
     rows[-1]["insns"] = 500
-    assert sampling.profile_insns(rows) == 2500
+    assert estimate.profile_insns(rows) == 2500
     # the one point is the last, partial slice: 50 ps over its 500 instructions
-    part = sampling.Region(0, 2, 1.0, 1, 500, sampling.figures(result(0, 0, 0), 50, 50))
-    assert sampling.estimate([part], 2500)["elapsed_ps"] == pytest.approx(250)
-    assert sampling.whole_run(result(0, 0, 0), rows)["elapsed_ps"] == 250
+    part = estimate.Region(0, 2, 1.0, 1, 500, estimate.figures(result(0, 0, 0), 50, 50))
+    assert estimate.estimate([part], 2500)["elapsed_ps"] == pytest.approx(250)
+    assert estimate.whole_run(result(0, 0, 0), rows)["elapsed_ps"] == 250
 
 
 def test_a_figure_the_full_run_lacks_has_no_error():
-    errs = sampling.errors({"a": 1.0, "b": 2.0}, {"a": 0.0})
+    errs = estimate.errors({"a": 1.0, "b": 2.0}, {"a": 0.0})
     assert errs == [("a", 1.0, 0.0, None), ("b", 2.0, None, None)]
 
 
@@ -122,23 +122,23 @@ def test_idle_time_comes_from_the_profile_and_only_busy_time_is_priced_per_instr
     rows = rows_of([(100 + i, 0) for i in idle])
     for r, i in zip(rows, idle):
         r["idle_ps"] = i
-    point = sampling.Region(0, 3, 1.0, 2, 1000, sampling.figures(result(0, 0, 0), 100, 100, idle_ps=0))
-    actual = sampling.whole_run(result(0, 0, 0), rows)
+    point = estimate.Region(0, 3, 1.0, 2, 1000, estimate.figures(result(0, 0, 0), 100, 100, idle_ps=0))
+    actual = estimate.whole_run(result(0, 0, 0), rows)
     assert (actual["elapsed_ps"], actual["idle_ps"], actual["busy_ps"]) == (2800, 1800, 1000)
-    plain = sampling.estimate([point], sampling.profile_insns(rows))
+    plain = estimate.estimate([point], estimate.profile_insns(rows))
     assert plain["elapsed_ps"] == pytest.approx(1000)   # -64 %: what the waits cost a plain estimate
-    est = sampling.estimate([point], sampling.profile_insns(rows), sampling.profile_idle(rows))
+    est = estimate.estimate([point], estimate.profile_insns(rows), estimate.profile_idle(rows))
     assert est["elapsed_ps"] == pytest.approx(2800) and est["idle_ps"] == 1800
     assert est["elapsed_ps.per_insn"] == pytest.approx(1000)
-    errs = {f: e for f, _x, _a, e in sampling.errors(est, actual)}
+    errs = {f: e for f, _x, _a, e in estimate.errors(est, actual)}
     assert errs["elapsed_ps"] == pytest.approx(0) and errs["elapsed_ps.per_insn"] == pytest.approx(-1800 / 28)
     # a point that waited itself: its wait is not priced per instruction either
-    waited = sampling.Region(0, 8, 1.0, 7, 1000, sampling.figures(result(0, 0, 0), 1000, 1000, idle_ps=900))
-    assert sampling.estimate([waited], 10_000, 1800)["elapsed_ps"] == pytest.approx(2800)
+    waited = estimate.Region(0, 8, 1.0, 7, 1000, estimate.figures(result(0, 0, 0), 1000, 1000, idle_ps=900))
+    assert estimate.estimate([waited], 10_000, 1800)["elapsed_ps"] == pytest.approx(2800)
 
 
 def test_an_idle_time_longer_than_the_slice_is_capped_at_its_elapsed_time():
-    f = sampling.figures(result(0, 0, 0), 100, 100, idle_ps=150)
+    f = estimate.figures(result(0, 0, 0), 100, 100, idle_ps=150)
     assert (f["idle_ps"], f["busy_ps"]) == (100, 0)
 
 
@@ -149,9 +149,9 @@ def test_a_point_that_waited_less_than_the_profile_is_priced_for_its_busy_time_o
     rows = rows_of([(100, 0)] * 8 + [(1000, 0)] * 2)
     for r, i in zip(rows, [0] * 8 + [900, 900]):
         r["idle_ps"] = i
-    busy = sampling.Region(0, 3, 0.8, 2, 1000, sampling.figures(result(0, 0, 0), 100, 100, idle_ps=0))
-    waited = sampling.Region(1, 8, 0.2, 7, 1000, sampling.figures(result(0, 0, 0), 800, 800, idle_ps=600))
-    est = sampling.estimate([busy, waited], sampling.profile_insns(rows), sampling.profile_idle(rows))
+    busy = estimate.Region(0, 3, 0.8, 2, 1000, estimate.figures(result(0, 0, 0), 100, 100, idle_ps=0))
+    waited = estimate.Region(1, 8, 0.2, 7, 1000, estimate.figures(result(0, 0, 0), 800, 800, idle_ps=600))
+    est = estimate.estimate([busy, waited], estimate.profile_insns(rows), estimate.profile_idle(rows))
     assert est["idle_ps"] == 1800
     # busy: 8 slices at 100 and 2 at 200 (800 - 600), per instruction; idle: the profile's
     assert est["busy_ps"] == pytest.approx(10 * (0.8 * 100 + 0.2 * 200))

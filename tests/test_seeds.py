@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 import topologies as T
-from analysis import compare, db, pages, seed_runs, seed_tables, seeds
+from analysis import compare, db, pages
 from analysis.rows import insert
+from seeds import report as seeds, runs as seed_runs, tables as seed_tables
 from tests.e2e import REPO
 from tests.test_report import rec, store
 

@@ -1,4 +1,4 @@
-"""SimPoint's clustering, our implementation (analysis/simpoint.py), on
+"""SimPoint's clustering, our implementation (sampling/simpoint.py), on
 synthetic basic-block vectors with planted phases: it finds them, the BIC
 picks the planted k, each simulation point lies in its phase, weights are
 the phases' shares and sum to 1, a seed gives the same picks; the files
@@ -6,7 +6,7 @@ are SimPoint 3.2's formats; bad input gets one line, exit 2, no file."""
 import numpy as np
 import pytest
 
-from analysis import simpoint as sp
+from sampling import simpoint as sp
 
 # three phases, each running its own blocks (ids) with some noise, in runs
 PHASES = {"A": range(1, 9), "B": range(20, 31), "C": range(40, 46)}

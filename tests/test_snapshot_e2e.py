@@ -67,8 +67,9 @@ def test_snapshot_once_then_restore_and_the_row_says_so(vmlab_env, tmp_path):
     assert "truncated" in again.stdout and "booting the machine to snapshot" in again.stdout
     assert tuple(c.execute("SELECT status, start FROM runs WHERE id = 4").fetchone()) == ("ok", "restored")
     # the snapshot taken again is the same machine: a boot repeats exactly too
-    # (before series patch 0010 a host kick could pick where a woken vCPU
-    # started, and a re-taken snapshot once gave other runs in CI under load)
+    # (before the scheduler resumed a slice a host kick cut short, series
+    # patch 0002, a host kick could pick where a woken vCPU started, and a
+    # re-taken snapshot once gave other runs in CI under load)
     logs = [Path(r[0]).read_bytes() for r in c.execute("SELECT log_path FROM runs WHERE id IN (1, 4) ORDER BY id")]
     assert logs[0] == logs[1]
 

@@ -232,7 +232,7 @@ def test_a_run_done_outside_the_study_counts_for_its_key(tmp_path):
     s = study.load(write(tmp_path, BASE))
     con = db.connect(tmp_path / "study.db")
     rid = db.start_run(con, run_start(TOPO, run_key=s.runs[2].key))
-    db.finish_run(con, rid, run_end(), __import__("experiments.records", fromlist=["x"]).parse_bytes(b""), TOPO)
+    db.finish_run(con, rid, run_end(), __import__("protocol.records", fromlist=["x"]).parse_bytes(b""), TOPO)
     pool = FakePool(tmp_path)
     sid, t = runner.execute(s, tmp_path / "study.db", pool)
     assert s.runs[2].key not in pool.submitted and t.skipped == 1

@@ -144,7 +144,7 @@ def test_a_booted_detailed_run_prices_from_the_experiment_s_marker(tmp_path, mon
     archive = initramfs.cpio({"bin/x": (0o755, b"x")})
 
     class FakeBuilt:
-        userland, boot_userland, plugin, snapshot_error = archive, archive, None, None
+        userland, boot_userland, plugin, snapshot_error, user_symbols = archive, archive, None, None, ""
         snapshot = ("k" * 64, tmp_path)
         kernel_dir = tmp_path
 

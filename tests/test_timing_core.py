@@ -12,7 +12,7 @@ import pytest
 
 import timing as T
 import topologies
-from experiments import facts
+from protocol import facts
 from tests.cbuild import gcc
 from timing.plugin_config import config_text
 

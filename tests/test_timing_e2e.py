@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import topologies as T
-from analysis import simpoint
 from experiments.latprobe import results as latprobe_results
+from sampling import simpoint
 from tests.e2e import db, vmlab
 
 

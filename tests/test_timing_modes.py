@@ -103,7 +103,8 @@ def test_the_plugin_reads_exactly_the_keys_the_host_writes():
     conf = plugin_config.PluginConfig("detailed", REPO / "o.json", bbv_dir=REPO, restored=True, mem_hops=True,
                                       checkpoint_points=True, price_from_marker=True, warmup_insns=5,
                                       stop_after_slices=3, region_warmup_slices=2, functional_slices=1,
-                                      first_slice_done=7, stop_for_exit=True)
+                                      first_slice_done=7, stop_for_exit=True, profile=REPO / "p.json",
+                                      user_symbols=REPO / "u.syms", pause_extra_ps=5)
     written = {ln.split()[0] for ln in conf.text(topologies.load("x86-2s")).splitlines() if ln.startswith("plugin.")}
     assert written == set(plugin_config.PLUGIN_KEYS)
 

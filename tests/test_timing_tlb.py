@@ -64,7 +64,7 @@ def test_tlb_table_errors_name_the_field(tmp_path):
 
 
 def test_tlb_limits_are_the_model_s_arrays():
-    from experiments import facts
+    from protocol import facts
     h = T.HERE / "model_tlb.h"
     assert tlb.MAX_ARRAYS == facts.integer(h, "MAX_TLBS")
     assert tlb.MAX_WALKERS == facts.integer(h, "MAX_WALKERS")

@@ -1,4 +1,4 @@
-"""End to end on our QEMU's per-vCPU clocks (engine/qemu-patches/0003):
+"""End to end on our QEMU's per-vCPU clocks (engine/qemu-patches/0002):
 parallel work takes parallel time in the guest, and Alpha SMP guests' vCPUs
 are told apart (that runs repeat: tests/test_determinism_e2e.py). Slow:
 builds and boots guests."""

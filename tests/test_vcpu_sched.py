@@ -1,6 +1,7 @@
-"""The per-vCPU clock scheduler's arithmetic, outside QEMU: the very header
-our series adds (include/qemu/vmlab-sched.h, a new file in patch 0003) is cut
-out of the patch, compiled with a small harness and driven with ctypes.
+"""The per-vCPU clock scheduler's arithmetic, outside QEMU: the very headers
+our series adds to QEMU (include/qemu/vmlab-sched.h, vmlab-pause.h and
+vmlab-resume.h, files of engine/qemu-files/ that the build copies into the
+QEMU tree) are compiled with a small harness and driven with ctypes.
 Quantum boundaries, halted vCPUs, stall overshoot, the machine's time."""
 import ctypes
 from pathlib import Path
@@ -15,23 +16,19 @@ PS = 870          # EV7 cycle
 Q = 1000 * 1000   # 1 us quantum, in ps
 
 
-def header_from_patch(number: str = "0003", path: str = "include/qemu/vmlab-sched.h") -> str:
-    """A new file's '+' lines in a patch of the series."""
-    text = next(p for p in qemu_build.series() if p.name.startswith(number)).read_text()
-    part = text.split(f"+++ b/{path}\n", 1)[1].split("\ndiff --git", 1)[0]
-    lines = part.splitlines()[1:]  # drop the @@ line
-    assert all(ln.startswith("+") for ln in lines), f"{path} must be a new file in patch {number}"
-    return "\n".join(ln[1:] for ln in lines) + "\n"
+# where QEMU's tree has them: include/qemu/vmlab-{sched,pause,resume}.h
+QEMU_INCLUDE = qemu_build.FILES / "include"
+HEADERS = ("vmlab-sched.h", "vmlab-pause.h", "vmlab-resume.h")
+
+
+def test_the_headers_are_files_the_build_adds_to_qemu():
+    assert {f"include/qemu/{h}" for h in HEADERS} <= set(qemu_build.qemu_files())
 
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
     d = tmp_path_factory.mktemp("sched")
-    (d / "qemu").mkdir()
-    (d / "qemu" / "vmlab-sched.h").write_text(header_from_patch())
-    (d / "qemu" / "vmlab-pause.h").write_text(header_from_patch("0007", "include/qemu/vmlab-pause.h"))
-    (d / "qemu" / "vmlab-resume.h").write_text(header_from_patch("0010", "include/qemu/vmlab-resume.h"))
-    out = gcc(d / "sched.so", HERE / "c" / "vcpu_sched_harness.c", flags=SHARED, include=[d])
+    out = gcc(d / "sched.so", HERE / "c" / "vcpu_sched_harness.c", flags=SHARED, include=[QEMU_INCLUDE])
     lib = ctypes.CDLL(str(out))
     i64 = ctypes.c_int64
     lib.pick.restype = ctypes.c_int
@@ -172,8 +169,9 @@ def test_a_spinner_alone_keeps_its_slice_and_a_woken_vcpu_counts_at_the_machines
 
 
 def test_pause_keeps_exactly_when_the_pick_would_choose_the_spinner_again(lib):
-    """The property patch 0007 rests on: for any clocks, activity and spinner,
-    keeping the slice at a PAUSE is the pick's own answer."""
+    """The property the series' x86 PAUSE (0003, vmlab-pause.h) rests on: for
+    any clocks, activity and spinner, keeping the slice at a PAUSE is the
+    pick's own answer."""
     import random
     rnd = random.Random(7)
     for _ in range(3000):
@@ -203,10 +201,10 @@ def resume(lib, clocks, active, was_active, last, target):
 
 
 def test_a_slice_the_host_cut_short_goes_on_and_a_guest_event_picks_afresh(lib):
-    """Patch 0010 (vmlab-resume.h): a slice that ended early runs on to its
-    target while the guest changed nothing (so a host kick never decides who
-    runs next); a vCPU woken or halted, the target reached, or a vCPU more
-    or fewer make the pick choose again."""
+    """The series' scheduler (0002, vmlab-resume.h): a slice that ended early
+    runs on to its target while the guest changed nothing (so a host kick
+    never decides who runs next); a vCPU woken or halted, the target
+    reached, or a vCPU more or fewer make the pick choose again."""
     clocks, on = [5 * Q, 7 * Q, 9 * Q], [1, 1, 0]
     assert resume(lib, clocks, on, on, 0, 6 * Q) == 1                   # cut short at 5 of 6: goes on
     assert resume(lib, clocks, on, on, 0, 5 * Q) == 0                   # reached its target

@@ -15,7 +15,7 @@ import json
 import re
 from pathlib import Path
 
-from experiments import facts
+from protocol import facts
 
 HERE = Path(__file__).resolve().parent
 MODEL_INT = HERE / "model_int.h"
@@ -26,7 +26,7 @@ SOURCES = [*(HERE / n for n in ("model.h", "model_int.h", "model_core.h", "model
                                 "model_symbols.c", "model_access.c", "model_memsys.c", "model_report.c", "model_tlb.c",
                                 "model_tlb.h", "model_mlp.h", "model_exec.c", "model_bpred.c", "decode.h",
                                 "decode_x86.c", "decode_alpha.c", "plugin.c", "plugin_mmu.c", "plugin_mmu.h",
-                                "plugin_bbv.c", "plugin_bbv.h")),
+                                "plugin_bbv.c", "plugin_bbv.h", "plugin_prof.c", "plugin_prof.h")),
            facts.HEADER]
 INCLUDE = facts.HEADER.parent
 # the QEMU-free parts the C tests link: the model, and the decoders (which need -lcapstone)

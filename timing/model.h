@@ -51,6 +51,10 @@ int vm_hop_classes(const model_t *m);
 
 /* Symbol of a kernel text address (VM_SYM_KERNEL_OTHER if none). */
 uint32_t vm_symbol(const model_t *m, uint64_t vaddr);
+/* The symbol table: how many (reserved ones first), each one's name and start address. */
+uint32_t vm_nsymbols(const model_t *m);
+const char *vm_symbol_name(const model_t *m, uint32_t sym);
+uint64_t vm_symbol_addr(const model_t *m, uint32_t sym);
 
 /* n instructions executed by cpu, of kind VM_BOOT/KERNEL/USER. Returns the
  * stall they cause (ps): a full reorder window behind a miss still out. */

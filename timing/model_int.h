@@ -37,7 +37,7 @@
 #define CAL_BUCKET_PS 64000   /* of 64 ns (a horizon of 32 us, far beyond the vCPUs' quantum of skew) */
 /* The results JSON's "format": 2 names every field (1 had positional arrays).
  * timing/__init__.py reads this, MAX_CPUS, GRAN_SHIFT and COUNTER_FIELDS
- * from here (experiments/facts.py): keep them plain #defines. */
+ * from here (protocol/facts.py): keep them plain #defines. */
 #define RESULTS_FORMAT 2
 /* The model's version, stored with every run (timing/__init__.py reads it):
  * 1 priced each miss in full, one after another; 2 overlaps misses

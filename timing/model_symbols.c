@@ -84,3 +84,7 @@ uint32_t vm_symbol(const model_t *m, uint64_t vaddr) {
     if (lo == m->nsym - 1 && vaddr - m->sym_addr[lo] > 4096) return VM_SYM_KERNEL_OTHER;
     return lo;
 }
+
+uint32_t vm_nsymbols(const model_t *m) { return m->nsym; }
+const char *vm_symbol_name(const model_t *m, uint32_t sym) { return sym < m->nsym ? m->sym_name[sym] : "?"; }
+uint64_t vm_symbol_addr(const model_t *m, uint32_t sym) { return sym < m->nsym ? m->sym_addr[sym] : 0; }

@@ -84,16 +84,20 @@ class TimingMode:
         return out
 
     # --- the plugin ----------------------------------------------------------------------
-    def plugin_config(self, spec, topo, out_dir, symbols, restored: bool) -> PluginConfig | None:
+    def plugin_config(self, spec, topo, out_dir, symbols, restored: bool,
+                      user_symbols=None) -> PluginConfig | None:
         """The plugin's configuration for the run itself (None: no plugin);
-        out_dir holds its results and vectors."""
+        out_dir holds its results, vectors and profile (on the guest
+        clock: per-vCPU clocks only; user_symbols, the programs' table)."""
         if not self.loads_plugin:
             return None
         return PluginConfig(
             mode=self.plugin, out=out_dir / "timing.json", symbols=symbols, bbv_dir=out_dir,
             interval=spec.slice_insns, qemu_mode=spec.qemu_mode, stalls=self.stalls_reach_guest(spec),
             price_from_marker=not restored and topo.guest_isa == "x86_64", warmup_insns=spec.warmup_insns,
-            restored=restored, mem_hops=self.profile, checkpoint_points=self.profile)
+            restored=restored, mem_hops=self.profile, checkpoint_points=self.profile,
+            profile=None if spec.no_profile else out_dir / "profile.json", user_symbols=user_symbols,
+            pause_extra_ps=(topo.pause_cycles - 1) * topo.cycle_ps)
 
     # --- what the run says -----------------------------------------------------------------
     def limitation(self, topo, stalls: bool) -> str:

@@ -14,7 +14,7 @@
  * code, except before the first kernel instruction ran (firmware and the
  * kernel decompressor run at low addresses too): that is `boot`.
  *
- * Which vCPU runs: our QEMU's series (engine/qemu-patches/0002) makes
+ * Which vCPU runs: our QEMU's series (engine/qemu-patches/0008) makes
  * every callback report the running vCPU, on every guest ISA, so the index
  * QEMU passes is used as it is.
  *
@@ -22,7 +22,7 @@
  * waits for (model_core.h: a value still arriving, full fill buffers, a full
  * reorder window or store buffer, a lock operation's transaction) is charged
  * to the running vCPU's own clock with qemu_plugin_vcpu_stall_ps() (series
- * patch 0004), so the guest feels it. The model needs each 8-byte load's
+ * patch 0008), so the guest feels it. The model needs each 8-byte load's
  * value for the first of these (qemu_plugin_mem_get_value), and asks for it
  * only when the load's line is still arriving.
  *
@@ -48,12 +48,14 @@
 #include "model.h"
 #include "plugin_mmu.h"
 #include "plugin_bbv.h"
+#include "plugin_prof.h"
 #include "vmlab_facts.h"  /* experiments/lib: VMLAB_PHASE_MAGIC, shared with the guest */
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 typedef struct {
     uint32_t n, kind, bb, bytes, sym, spin, halt;  /* spin: holds a PAUSE; halt: ends in HLT (plugin_bbv.c) */
+    uint32_t psym, npause;  /* the profile's symbol (plugin_prof.c), its PAUSEs */
     uint64_t pc;
     vm_block_t *blk;   /* its instructions decoded for the core (NULL: no core, or not priced) */
 } tbinfo_t;
@@ -96,7 +98,7 @@ static uint64_t functional_slices;
 static int64_t *uncharged;  /* signed: with the core, the model may run behind the engine */
 /* The engine's time per instruction: its configured cycle until the core
  * charges (a restore, a booted run's price marker, the end of a functional
- * warm-up), then the core's best case (series patch 0019): core_charges(). */
+ * warm-up), then the core's best case (series patch 0008): core_charges(). */
 static int charging;
 static int functional;
 /* plugin.first_slice_done n: the checkpoint this run restores was taken n
@@ -114,6 +116,15 @@ static void at_exit(qemu_plugin_id_t id, void *ud);
 static volatile int kernel_seen;
 static uint64_t kernel_base, interval = 100000000;
 static char bbv_dir[4096];
+/* plugin.profile PATH: the profile on the guest clock (plugin_prof.h), with
+ * the programs' symbols (plugin.user_symbols), a PAUSE's extra time
+ * (plugin.pause_extra_ps) and kernel stacks every plugin.sample_ps */
+static char prof_out[4096], user_syms[4096];
+static uint64_t pause_extra_ps, sample_ps;
+static int profiling;
+/* a kernel push or call: its store's address is the new stack pointer (mem userdata bit; the
+ * instruction's index in its block stays below it: at most 512) */
+#define STACK_OP (1u << 15)
 static int global_bbv;                   /* plugin.global_bbv on: machine-wide slices too (plugin_bbv.c) */
 /* plugin.mem_hops on (a sampled run's fast profile): the slices count the
  * loads and stores that miss a cache filter by hops to their home node,
@@ -152,14 +163,18 @@ static uint64_t lock_causality(unsigned vcpu, qemu_plugin_meminfo_t info, uint64
 
 /* What the model says a vCPU waits for: on its clock, or, in a functional
  * warm-up, kept apart (uncharged). */
-static inline void charge(unsigned vcpu, uint64_t ps) {
+static inline void charge(unsigned vcpu, uint64_t ps, int what) {
     if (!ps || !stalls) return;
-    if (functional) uncharged[vcpu] += (int64_t)ps;
-    else qemu_plugin_vcpu_stall_ps(ps);
+    if (functional) {
+        uncharged[vcpu] += (int64_t)ps;
+        return;
+    }
+    qemu_plugin_vcpu_stall_ps(ps);
+    if (profiling && what >= 0) prof_charge(vcpu, what, ps);
 }
 
 /* The core starts charging: the engine counts the core's best case per
- * instruction from now on (series patch 0019) and the model its charges
+ * instruction from now on (series patch 0008) and the model its charges
  * against that. Once: at a restored run's first vCPU, a booted run's price
  * marker, the end of a region's functional warm-up. */
 static void core_charges(void) {
@@ -175,19 +190,27 @@ static void core_charges(void) {
 
 static void tb_exec(unsigned int vcpu, void *ud) {
     const tbinfo_t *t = ud;
+    if (profiling) prof_block(vcpu, t->psym, t->n, t->npause, (int)t->halt, vm_engine_insn_ps(M));
     uint64_t ps = t->blk ? vm_core_begin(M, (int)vcpu, t->blk) : 0;  /* the previous block's rest, its branch */
     /* idle jumps, PAUSE (model.h): every 16th block of a vCPU is soon enough, and the engine's clock is not
      * free to read. The engine counts a block's instructions when it starts it: this one's are not the model's
      * yet, and what the core just charged is not on the engine's clock yet either. */
     if (stalls && !(sync_tick[vcpu]++ & 15)) {
-        int64_t e = (int64_t)qemu_plugin_vcpu_clock_ps() + uncharged[vcpu] + (functional ? 0 : (int64_t)ps) -
+        uint64_t clock = qemu_plugin_vcpu_clock_ps();
+        int64_t e = (int64_t)clock + uncharged[vcpu] + (functional ? 0 : (int64_t)ps) -
                     (int64_t)t->n * (int64_t)vm_engine_insn_ps(M);
         if (e > 0) vm_sync_time(M, (int)vcpu, (uint64_t)e);
+        if (profiling) prof_observe(vcpu, clock);
     }
 
-    if (fetch && pricing) ps += vm_fetch(M, (int)vcpu, t->pc, t->bytes, t->sym, (int)t->kind);
-    if (!t->blk) ps += vm_insns(M, (int)vcpu, t->n, (int)t->kind);  /* non-zero: a full reorder window */
-    charge(vcpu, ps);
+    uint64_t fetch_ps = fetch && pricing ? vm_fetch(M, (int)vcpu, t->pc, t->bytes, t->sym, (int)t->kind) : 0;
+    uint64_t window_ps = t->blk ? 0 : vm_insns(M, (int)vcpu, t->n, (int)t->kind);  /* non-zero: a full window */
+    charge(vcpu, ps + fetch_ps + window_ps, -1);  /* one charge: the engine sees what it always saw */
+    if (profiling && stalls && !functional) {
+        prof_charge(vcpu, PROF_CORE_PREV, ps);
+        prof_charge(vcpu, PROF_FETCH, fetch_ps);
+        prof_charge(vcpu, PROF_CORE, window_ps);
+    }
     if (warmup_left) {  /* restored runs only, priced from the restore; one thread (icount) */
         warmup_left = warmup_left > t->n ? warmup_left - t->n : 0;
         /* its length as the model counted it (the core executes a block when the next one starts) */
@@ -200,7 +223,7 @@ static void tb_exec(unsigned int vcpu, void *ud) {
  * the core executes up to it, so a barrier's wait is on the vCPU's clock before
  * the guest reads that clock (lfence; rdtsc in the vDSO's clock_gettime). */
 static void serial_insn(unsigned int vcpu, void *ud) {
-    charge(vcpu, vm_core_upto(M, (int)vcpu, (uint32_t)(uintptr_t)ud));
+    charge(vcpu, vm_core_upto(M, (int)vcpu, (uint32_t)(uintptr_t)ud), PROF_CORE);
 }
 
 /* fast mode, plugin.mem_hops on: the access's line for the cache filter
@@ -232,8 +255,8 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t v
     if (!hw || qemu_plugin_hwaddr_is_io(hw)) {
         vm_io_access(M, (int)vcpu);
         if (core)  /* the core executes its instruction (as an L1 hit) and moves past it */
-            charge(vcpu, vm_core_access(M, (int)vcpu, (uint32_t)((u >> 4) & 0xfff), UINT64_MAX, vaddr,
-                                        (unsigned)(u & 15) | VM_F_IO, (uint32_t)(u >> 16)));
+            charge(vcpu, vm_core_access(M, (int)vcpu, (uint32_t)((u >> 4) & 0x7ff), UINT64_MAX, vaddr,
+                                        (unsigned)(u & 15) | VM_F_IO, (uint32_t)(u >> 16)), PROF_MEM);
         return;
     }
     unsigned flags = (unsigned)(u & 15);
@@ -242,7 +265,7 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t v
     else if (!(flags & VM_F_ATOMIC) && qemu_plugin_mem_size_shift(info) == 3) flags |= VM_F_WIDE;
     uint64_t pa = qemu_plugin_hwaddr_phys_addr(hw), *slot = NULL, ps;
     if (core) {  /* registers carry the dependences: no values asked for */
-        ps = vm_core_access(M, (int)vcpu, (uint32_t)((u >> 4) & 0xfff), pa, vaddr, flags, sym);
+        ps = vm_core_access(M, (int)vcpu, (uint32_t)((u >> 4) & 0x7ff), pa, vaddr, flags, sym);
     } else {
         ps = vm_access(M, (int)vcpu, pa, vaddr, flags, sym, &slot);
     }
@@ -251,9 +274,14 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t v
         *slot = v.type == QEMU_PLUGIN_MEM_VALUE_U64 ? v.data.u64 : 0;
     }
     /* a lock's hand-off wait is the guest's, not the model's: none in a functional warm-up */
-    if (stalls && !functional && (flags & VM_F_ATOMIC))
-        ps += lock_causality(vcpu, info, pa & ~line_mask, flags & VM_F_WRITE);
-    charge(vcpu, ps);
+    uint64_t lock_ps = stalls && !functional && (flags & VM_F_ATOMIC)
+                           ? lock_causality(vcpu, info, pa & ~line_mask, flags & VM_F_WRITE) : 0;
+    charge(vcpu, ps + lock_ps, -1);  /* one charge: the engine sees what it always saw */
+    if (profiling && stalls && !functional) {
+        prof_charge(vcpu, PROF_MEM, ps);
+        prof_charge(vcpu, PROF_LOCK, lock_ps);
+    }
+    if ((u & STACK_OP) && profiling && prof_sample_due(vcpu)) prof_stack(vcpu, vaddr);
 }
 
 uint64_t read_reg(struct qemu_plugin_register *r) {
@@ -282,7 +310,7 @@ static void magic(unsigned int vcpu, void *ud) {  /* ud: its index in its block 
     if ((rax >> 8) != VMLAB_PHASE_MAGIC) return;
     if ((rax & 0xff) == VMLAB_OP_PRICE) {
         if (warmup_left) {  /* the experiment starts here: a warm-up never runs into it */
-            if (core) charge(vcpu, vm_core_upto(M, (int)vcpu, (uint32_t)(uintptr_t)ud));  /* up to the marker */
+            if (core) charge(vcpu, vm_core_upto(M, (int)vcpu, (uint32_t)(uintptr_t)ud), PROF_CORE);  /* to the marker */
             vm_warmup_done(M, vm_total_insns(M));
             warmup_left = 0;
         }
@@ -293,7 +321,9 @@ static void magic(unsigned int vcpu, void *ud) {  /* ud: its index in its block 
         }
         return;
     }
-    vm_phase(M, (int)vcpu, (int)(rax & 0xff), read_reg(r_rdi), read_reg(r_rsi));
+    uint64_t id = read_reg(r_rdi), instance = read_reg(r_rsi);
+    vm_phase(M, (int)vcpu, (int)(rax & 0xff), id, instance);
+    if (profiling) prof_phase(vcpu, (int)(rax & 0xff), id, instance);
 }
 
 /* --- translation ----------------------------------------------------------------- */
@@ -320,6 +350,16 @@ static int is_atomic(const uint8_t *b, size_t n) {
     return 0;
 }
 
+/* x86 push r64, push imm, call rel32, call r/m64: a store at the new stack pointer */
+static int is_push_or_call(const uint8_t *b, size_t n) {
+    if (!is_x86 || !n) return 0;
+    size_t i = (b[0] >= 0x40 && b[0] <= 0x4f) ? 1 : 0;  /* REX */
+    if (i >= n) return 0;
+    uint8_t op = b[i];
+    if ((op >= 0x50 && op <= 0x57) || op == 0x68 || op == 0x6a || op == 0xe8) return 1;
+    return op == 0xff && i + 1 < n && (((b[i + 1] >> 3) & 7) == 2 || ((b[i + 1] >> 3) & 7) == 6);
+}
+
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
     (void)id;
     uint64_t pc = qemu_plugin_tb_vaddr(tb);
@@ -335,6 +375,8 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
     if (bbv_on()) t->bb = bbv_block_id(pc, n);
     t->pc = pc;
     t->sym = t->kind == VM_USER ? VM_SYM_USER : t->kind == VM_KERNEL && detailed ? vm_symbol(M, pc) : VM_SYM_BOOT;
+    if (profiling)
+        t->psym = t->kind == VM_BOOT ? VM_SYM_BOOT : prof_symbol(pc, t->kind == VM_USER);
     if (n) {
         struct qemu_plugin_insn *last = qemu_plugin_tb_get_insn(tb, n - 1);
         t->bytes = (uint32_t)(qemu_plugin_insn_vaddr(last) + qemu_plugin_insn_size(last) - pc);
@@ -360,7 +402,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
         }
         if (is_x86 && len == 3 && bytes[0] == 0x66 && bytes[1] == 0x87 && bytes[2] == 0xdb)
             qemu_plugin_register_vcpu_insn_exec_cb(insn, magic, QEMU_PLUGIN_CB_R_REGS, (void *)(uintptr_t)i);
-        if (is_x86 && len == 2 && bytes[0] == 0xf3 && bytes[1] == 0x90) t->spin = 1;  /* PAUSE */
+        if (is_x86 && len == 2 && bytes[0] == 0xf3 && bytes[1] == 0x90) t->spin = 1, t->npause++;  /* PAUSE */
         if (is_x86 && len == 1 && bytes[0] == 0xf4) t->halt = 1;  /* HLT */
         if (mem_hops && t->bb)
             qemu_plugin_register_vcpu_mem_cb(insn, mem_hop, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, t);
@@ -377,6 +419,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
             sym = t->kind == VM_USER ? VM_SYM_USER : VM_SYM_BOOT;
         }
         if (is_atomic(bytes, len)) flags |= VM_F_ATOMIC;
+        if (profiling && sample_ps && va >= kernel_base && is_push_or_call(bytes, len)) flags |= STACK_OP;
         /* userdata carries the symbol, the instruction's index in its block and the flags: nothing to
          * allocate (a block has at most 512 instructions: TCG_MAX_INSNS) */
         qemu_plugin_register_vcpu_mem_cb(insn, mem_access, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW,
@@ -412,6 +455,7 @@ static void at_exit(qemu_plugin_id_t id, void *ud) {
     if (core)
         for (int c = 0; c < vm_ncpus(M); c++) vm_core_end(M, c);
     if (vm_write_results(M, NULL)) fprintf(stderr, "vmlab-timing: cannot write the results\n");
+    if (prof_write()) fprintf(stderr, "vmlab-timing: cannot write the profile %s\n", prof_out);
 }
 
 static int read_plugin_keys(const char *path) {
@@ -434,6 +478,10 @@ static int read_plugin_keys(const char *path) {
             else if (!strcmp(key, "plugin.first_slice_done")) first_slice_done = strtoull(val, NULL, 10);
             else if (!strcmp(key, "plugin.checkpoint_points")) checkpoint_points = !strcmp(val, "on");
             else if (!strcmp(key, "plugin.stop_for_exit")) stop_for_exit = !strcmp(val, "on");
+            else if (!strcmp(key, "plugin.profile")) snprintf(prof_out, sizeof prof_out, "%s", val);
+            else if (!strcmp(key, "plugin.user_symbols")) snprintf(user_syms, sizeof user_syms, "%s", val);
+            else if (!strcmp(key, "plugin.pause_extra_ps")) pause_extra_ps = strtoull(val, NULL, 10);
+            else if (!strcmp(key, "plugin.sample_ps")) sample_ps = strtoull(val, NULL, 10);
             else if (!strncmp(key, "plugin.", 7)) {
                 /* a key the host wrote that this plugin does not know: a run priced otherwise than
                    asked must not start (timing/plugin_config.py PLUGIN_KEYS lists them) */
@@ -495,6 +543,15 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     uncharged = calloc(vm_ncpus(M), sizeof *uncharged);  /* 0 but in a functional warm-up */
     line_mask = (uint64_t)vm_line_bytes(M) - 1;
     bbv_init(bbv_dir, interval, vm_ncpus(M), global_bbv);
+    if (prof_out[0]) {
+        char perr[512];
+        if (prof_init(M, prof_out, user_syms, pause_extra_ps, detailed ? sample_ps : 0, kernel_base, perr,
+                      sizeof perr)) {
+            fprintf(stderr, "vmlab-timing: %s\n", perr);
+            return -1;
+        }
+        profiling = 1;
+    }
     mem_hops = mem_hops && !detailed && global_bbv && bbv_on();  /* a fast profile's */
     if (mem_hops) bbv_set_mem(vm_hop_classes(M), vm_line_bytes(M), hop_of);
     if (detailed) bbv_set_clock(model_clock);

@@ -27,7 +27,7 @@ uint32_t bbv_block_id(uint64_t pc, size_t n);
 void bbv_exec(unsigned vcpu, uint32_t bb, uint32_t n, uint64_t pc, int spin, int halt);
 /* Regions (SimPoint's checkpoints and measured slices): at machine-wide
  * slice boundary `after` (where slice `after` starts; 0: never) the machine
- * is stopped for the host (qemu_plugin_machine_stop, series patch 0013),
+ * is stopped for the host (qemu_plugin_machine_stop, series patch 0008),
  * asked again at every later block while a modelled disk request keeps it
  * from stopping; the stop is logged to bbv.stops. boundary(b, insns), if
  * given, is called at every boundary b with the machine's instructions so far. */

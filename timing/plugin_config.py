@@ -21,7 +21,10 @@ PLUGIN_MODES = ("fast", "detailed")
 PLUGIN_KEYS = ("plugin.kernel_up", "plugin.stalls", "plugin.price_from_marker", "plugin.warmup_insns",
                "plugin.bbv_dir", "plugin.interval", "plugin.global_bbv", "plugin.mem_hops",
                "plugin.checkpoint_points", "plugin.stop_after_slices", "plugin.region_warmup_slices",
-               "plugin.functional_slices", "plugin.first_slice_done", "plugin.stop_for_exit")
+               "plugin.functional_slices", "plugin.first_slice_done", "plugin.stop_for_exit", "plugin.profile",
+               "plugin.user_symbols", "plugin.pause_extra_ps", "plugin.sample_ps")
+# a kernel stack sample every 250 us of a vCPU's modeled time: perf's default 4 kHz
+SAMPLE_PS = 250_000_000
 
 
 def check(topo, mode: str, qemu_mode: str = "icount") -> None:
@@ -72,7 +75,11 @@ class PluginConfig:
     machine `stop_after_slices` slices on, the first `region_warmup_slices`
     warming the model (the first `functional_slices` of those charging
     nothing), the first slice `first_slice_done` instructions short, and
-    `stop_for_exit`: the stop ends the run."""
+    `stop_for_exit`: the stop ends the run.
+    profile: where the profile on the guest clock goes (timing/plugin_prof.h;
+    per-vCPU clocks only), with the programs' symbols (user_symbols), a
+    PAUSE's extra time on the engine's clock (pause_extra_ps) and, in
+    detailed mode, a kernel stack sample every sample_ps."""
     mode: str
     out: Path
     symbols: Path | None = None
@@ -90,6 +97,10 @@ class PluginConfig:
     functional_slices: int = 0
     first_slice_done: int = 0
     stop_for_exit: bool = False
+    profile: Path | None = None
+    user_symbols: Path | None = None
+    pause_extra_ps: int = 0
+    sample_ps: int = SAMPLE_PS
 
     def text(self, topo) -> str:
         check(topo, self.mode, self.qemu_mode)
@@ -152,6 +163,14 @@ class PluginConfig:
                 out.append(f"plugin.{key} {int(v)}")
         if self.stop_for_exit:
             out.append("plugin.stop_for_exit on")
+        if self.profile and icount:
+            out.append(f"plugin.profile {self.profile}")
+            if self.user_symbols:
+                out.append(f"plugin.user_symbols {self.user_symbols}")
+            if self.pause_extra_ps:
+                out.append(f"plugin.pause_extra_ps {int(self.pause_extra_ps)}")
+            if self.mode == "detailed" and self.sample_ps:
+                out.append(f"plugin.sample_ps {int(self.sample_ps)}")
         return out
 
 

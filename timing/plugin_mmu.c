@@ -1,7 +1,7 @@
 /* vmlab timing plugin: the QEMU side of address translation. The model's
  * walker (model_tlb.c) reads the guest's page-table base from CR3 through
  * the register API and the entries through qemu_plugin_read_memory_phys()
- * (series patch 0011). TLB flushes are the guest's own instructions, seen
+ * (series patch 0008). TLB flushes are the guest's own instructions, seen
  * at translation and told to the model when they execute:
  *
  *   MOV to CR3        every non-global entry (qemu64 has no PCID)

@@ -54,12 +54,12 @@ QEMU_NUMA_DISTANCE_MAX = 254
 # hw/core/numa.c parse_numa_hmat_lb: each HMAT latency or bandwidth is stored
 # as a multiple of one base and must stay below UINT16_MAX.
 QEMU_HMAT_MAX_ENTRY = 65534
-# Our QEMU's per-vCPU clocks (engine/qemu-patches/0003-icount-per-vcpu-clock.patch:
+# Our QEMU's per-vCPU clocks (engine/qemu-patches/0002-icount-per-vcpu-clocks-and-their-scheduler.patch:
 # "icount: cycle-ps must be 1..1000000"); engine/qemu.py cycle_ps gives it
 # 1000 / clock_ghz, so the clock is 0.001 to 1000 GHz.
 QEMU_MAX_CYCLE_PS = 1_000_000
 MIN_CLOCK_GHZ, MAX_CLOCK_GHZ = 1000 / QEMU_MAX_CYCLE_PS, 1000.0
-# Our QEMU's PAUSE cost (engine/qemu-patches/0007-pause-costs-its-latency-and-keeps-the-slice.patch:
+# Our QEMU's PAUSE cost (engine/qemu-patches/0003-x86-pause-costs-its-latency-and-keeps-the-slice.patch:
 # "icount: pause-cycles must be 1..100000").
 QEMU_MAX_PAUSE_CYCLES = 100_000
 X86_MAX_NODES = min(X86_MAX_NUMNODES, QEMU_MAX_NODES)

@@ -131,7 +131,7 @@ def parse(text: str, path: Path) -> Topology:
                   check=lambda v: 1 <= v <= QEMU_MAX_PAUSE_CYCLES,
                   expected=f"a whole number of cycles from 1 to {QEMU_MAX_PAUSE_CYCLES} (1: no spin-wait hint)")
     if guest_isa != "x86_64" and pause != 1:
-        # only the x86 PAUSE is priced (patch 0007): elsewhere the field would do nothing
+        # only the x86 PAUSE is priced (patch 0003): elsewhere the field would do nothing
         raise TopologyError(path, "cpu.pause_cycles", f"1 on an {guest_isa} guest (its cpu_relax() has no PAUSE "
                                                       f"to price), got {pause}")
     caches = []

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import timing
 import topologies
-from experiments import facts
+from protocol import facts
 
 QUERY_TABLE = "timing_phases"
 

@@ -1,6 +1,6 @@
 /*
  * Facts the guest programs, the timing plugin and the host's Python share,
- * written once. C uses these macros; experiments/facts.py reads this file
+ * written once. C uses these macros; protocol/facts.py reads this file
  * with a small regex reader, so every fact stays a plain #define: a string
  * literal, an integer literal, or an X-macro list of X(...) entries whose
  * arguments are integers, identifiers or string literals.

@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 
 from analysis.rows import hops_from_home, insert, metric, mib
-from experiments import facts
+from protocol import facts
 
 QUERY_TABLE = "chunk_times"
 

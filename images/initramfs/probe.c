@@ -87,7 +87,7 @@ static void machine(void)
 	vl_emit(&b);
 }
 
-/* The snapshot request: one byte to the vmlab-ctl port (series patch 0008).
+/* The snapshot request: one byte to the vmlab-ctl port (series patch 0006).
  * QEMU stops the machine after this instruction and saves it; a restored
  * machine goes on from here. The status read back says whether QEMU
  * refused (2: modelled disk requests outstanding). */

@@ -1,6 +1,7 @@
-/* ctypes harness over our QEMU's scheduler arithmetic (vmlab-sched.h and
- * vmlab-pause.h, taken out of engine/qemu-patches/0003 and 0007 by
- * tests/test_vcpu_sched.py). */
+/* ctypes harness over our QEMU's scheduler arithmetic (vmlab-sched.h,
+ * vmlab-pause.h and vmlab-resume.h: engine/qemu-files/include/qemu/, the
+ * files the QEMU build adds to the tree; tests/test_vcpu_sched.py builds it
+ * with engine/qemu-files/include on the include path). */
 #include <stdint.h>
 #include "qemu/vmlab-pause.h"
 
@@ -42,7 +43,7 @@ int pause_keeps(const int64_t *clocks, const unsigned char *active, int n, int s
     return vl_sched_pause_keeps(c, n, self, mine, g, target_ps, second);
 }
 
-/* vmlab-resume.h (patch 0010): does the slice picked last go on? */
+/* vmlab-resume.h (the series' 0002, the scheduler): does the slice picked last go on? */
 #include "qemu/vmlab-resume.h"
 
 int resume(const int64_t *clocks, const unsigned char *active, int n, const unsigned char *was_active, int was_n,

@@ -1,0 +1,175 @@
+"""What a seed's table is made of (seeds/tables.py has the five
+seeds' own): the Seed, its Tables, their Rows and Headlines, and the
+functions that read a row's value from one of our runs.
+
+A row keeps the seed's name and unit and says how one of our runs gives it:
+a function (con, run_id) -> value, None when the run did not record it (a
+kernel without LOCK_STAT, a run without --timing detailed), or no function
+at all when nothing we record can give it (`why` says so)."""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from analysis import compare
+
+
+@dataclass(frozen=True)
+class Row:
+    key: str                          # joins PUBLISHED[seed]
+    name: str                         # the seed's row name
+    unit: str
+    value: Callable | None            # (con, run_id) -> float | None; None: we cannot measure it
+    why: str = ""                     # why not, or what a run needs for it
+    agg: str = "mean"                 # over repeats: "mean" (with min-max) or "sum"
+
+
+@dataclass(frozen=True)
+class Headline:
+    key: str                          # the row whose direction is checked under the table
+    label: str
+    expect: int = 0                   # the seed's claimed sign (fixed -> pathological) when it published one side only
+    claim: str = ""
+
+
+@dataclass(frozen=True)
+class Table:
+    title: str
+    rows: tuple | Callable            # Rows, or (con, run_ids) -> Rows when they depend on the runs
+    headlines: tuple = ()
+
+
+@dataclass(frozen=True)
+class Seed:
+    id: str
+    title: str
+    doc: str                          # the seed document (/work/shared/seeds/)
+    experiment: str
+    columns: tuple                    # the seed's kernels, in the document's order
+    stands_for: dict                  # our patch set -> the seed's column it re-creates
+    pairing: str                      # what the pairing means, and where it is loose
+    tables: tuple
+    by_machine: bool = False          # one column per kernel and machine (002: CPU count; 000, 004: shape)
+    param_columns: tuple = ()         # 004: parameters that make a column of their own (zone_reclaim_mode=5)
+    notes: Callable | None = None     # (con, run_ids) -> lines under the tables
+
+
+# --- our figures ----------------------------------------------------------------
+class Reading:
+    """One table's read of the database: the connection (its execute is
+    all the rows' functions use) and each run's compare.figures, asked once
+    however many rows read them. seeds.render makes one per seed and
+    passes it as `con`; a plain connection works too, uncached."""
+
+    def __init__(self, con):
+        self.con = con
+        self._figures: dict = {}
+
+    def execute(self, *args):
+        return self.con.execute(*args)
+
+    def figures(self, rid) -> dict:
+        if rid not in self._figures:
+            self._figures[rid] = compare.figures(self.con, rid)
+        return self._figures[rid]
+
+
+def figs(con, rid) -> dict:
+    return con.figures(rid) if isinstance(con, Reading) else compare.figures(con, rid)
+
+
+def fig(name: str, scale: float = 1.0) -> Callable:
+    def get(con, rid):
+        v = figs(con, rid).get(name)
+        return None if v is None else v[0] * scale
+    return get
+
+
+def run_of(con, rid):
+    return con.execute("SELECT * FROM runs WHERE id = ?", (rid,)).fetchone()
+
+
+def params(con, rid) -> dict:
+    return json.loads(run_of(con, rid)["params_json"])
+
+
+def delta(counter: str) -> Callable:
+    """after - before over the whole run (the snapshots around the experiment)."""
+    def get(con, rid):
+        r = con.execute("SELECT delta FROM v_vmstat_delta WHERE run_id = ? AND counter = ?", (rid, counter)).fetchone()
+        return None if r is None else float(r[0])
+    return get
+
+
+def span_s(con, rid) -> float | None:
+    """Guest seconds between the before and after snapshots (their raw records)."""
+    t = {}
+    for (body,) in con.execute("SELECT body FROM records WHERE run_id = ? AND type = 'vmstat'", (rid,)):
+        b = json.loads(body)
+        t[b.get("phase")] = b.get("t_ms")
+    if t.get("before") is None or t.get("after") is None or t["after"] <= t["before"]:
+        return None
+    return (t["after"] - t["before"]) / 1e3
+
+
+def ratio(num: Callable, den: Callable | None, scale: float = 1.0) -> Callable:
+    def get(con, rid):
+        a, b = num(con, rid), den(con, rid)
+        return None if a is None or not b else scale * a / b
+    return get
+
+
+def minus(a: Callable, b: Callable) -> Callable:
+    def get(con, rid):
+        x, y = a(con, rid), b(con, rid)
+        return None if x is None or y is None else x - y
+    return get
+
+
+def kswapd_busiest(con, rid) -> float | None:
+    """The busiest node's kswapd CPU share over the sampled span, in % (the
+    seed's one kswapd: 2.4 had one, 6.1 has one per node)."""
+    rows = con.execute("SELECT MIN(t_ms) AS t0, MAX(t_ms) AS t1, MIN(cpu_s) AS c0, MAX(cpu_s) AS c1 "
+                       "FROM repro_kswapd_samples WHERE run_id = ? GROUP BY node", (rid,)).fetchall()
+    shares = [(r["c1"] - r["c0"]) / ((r["t1"] - r["t0"]) / 1e3) for r in rows if r["t1"] > r["t0"]]
+    return 100 * max(shares) if shares else None
+
+
+def stall_share(*needles: str) -> Callable:
+    """Share of the kernel's modeled stall (timing_symbols, --timing detailed)
+    in symbols containing a needle: the nearest we have to a profile's share
+    of samples. User and boot time are left out, as a kernel profile would."""
+    def get(con, rid):
+        rows = con.execute("SELECT symbol, stall_ps FROM timing_symbols WHERE run_id = ? "
+                           "AND symbol NOT IN ('[user]', '[boot]')", (rid,)).fetchall()
+        total = sum(r["stall_ps"] or 0 for r in rows)
+        if not total:
+            return None
+        return 100 * sum(r["stall_ps"] or 0 for r in rows if any(n in r["symbol"] for n in needles)) / total
+    return get
+
+
+def top_symbols(con, rid, n: int = 3) -> list[tuple[str, float]]:
+    rows = con.execute("SELECT symbol, stall_ps FROM timing_symbols WHERE run_id = ? "
+                       "AND symbol NOT IN ('[user]', '[boot]') ORDER BY stall_ps DESC", (rid,)).fetchall()
+    total = sum(r["stall_ps"] or 0 for r in rows)
+    return [(r["symbol"], 100 * (r["stall_ps"] or 0) / total) for r in rows[:n]] if total else []
+
+
+def lock_contentions(like: str) -> Callable:
+    """Contentions of the lock classes matching `like` among the run's top
+    classes (repro_lockstat, LOCK_STAT kernels only: None without)."""
+    def get(con, rid):
+        if not con.execute("SELECT 1 FROM repro_lockstat WHERE run_id = ? LIMIT 1", (rid,)).fetchone():
+            return None
+        return float(con.execute("SELECT COALESCE(SUM(contentions), 0) FROM repro_lockstat WHERE run_id = ? "
+                                 "AND phase = 'run' AND class LIKE ?", (rid, like)).fetchone()[0])
+    return get
+
+
+def scalar(sql: str, scale: float = 1.0) -> Callable:
+    def get(con, rid):
+        row = con.execute(sql, (rid,)).fetchone()  # no row: e.g. a cycle this run did not have
+        return None if row is None or row[0] is None else float(row[0]) * scale
+    return get

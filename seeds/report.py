@@ -1,0 +1,270 @@
+"""The seeds' own tables: `./run.py seeds --table-only [SEED ...]`.
+
+Per seed, the seed's table rebuilt from our database: its row names and
+units, one column per kernel with % against the first (as mmtests'
+compare-kernels and the seed print it), then the seed's PUBLISHED figures
+for the kernels ours stand for, with their % for the same pair, and a line
+that says whether our direction is the seed's. Our machines are scaled down,
+so ratios are what compare, not sizes. The rows and how our runs give them
+are in seeds/tables.py; which runs, in seeds/runs.py."""
+from __future__ import annotations
+
+import json
+import sqlite3
+import statistics
+import sys
+
+from analysis import db, pages
+from analysis.compare import _fmt, pct
+from seeds.kit import Reading, Row, run_of
+from seeds.published import PUBLISHED, Pub
+from seeds.runs import SeedError, column, disk, failed_runs, seed_of, select_runs
+from seeds.tables import SEEDS
+from timing import modes
+
+FLAT = 0.01  # a change under 1 % shows no direction
+
+
+# --- the table ----------------------------------------------------------------------------
+def _label(col) -> str:
+    flavor, timing, kernel = col[2], col[4], col[5][1]
+    return (kernel + "".join(f", {p}" for p in col[5][2]) + (f" ({flavor})" if flavor != "default" else "")
+            + (f" [timing {timing}]" if modes.get(timing).loads_plugin else ""))
+
+
+def _machine(col) -> str:
+    return f"{col[0][2]}, {col[0][0]} CPUs{', ' + col[0][3] if col[0][3] else ''}" if col[0] else ""
+
+
+def _agg(vals: list, how: str):
+    """(value, min, max) over a column's runs; None when no run has it."""
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return None
+    return (sum(vals) if how == "sum" else statistics.mean(vals), min(vals), max(vals), len(vals))
+
+
+def _cell(a, how="mean") -> str:
+    if a is None:
+        return "-"
+    v, lo, hi, n = a
+    return _fmt(v) + (f" ({_fmt(lo)}-{_fmt(hi)})" if n > 1 and how == "mean" else "")
+
+
+def _pub(p: Pub | None):
+    return None if p is None else (statistics.mean(p.values), min(p.values), max(p.values), len(p.values))
+
+
+def _sign(a, z) -> int:
+    """+1 / -1 from aggregate a to z; 0 under 1 %, or when repeats' ranges overlap (no clear change)."""
+    if a is None or z is None:
+        return 0
+    base, v = a[0], z[0]
+    if a[3] > 1 and z[3] > 1 and a[1] <= z[2] and z[1] <= a[2]:
+        return 0
+    d = (v - base) / abs(base) if base else (1 if v > base else -1 if v < base else 0)
+    return 0 if abs(d) < FLAT else (1 if d > 0 else -1)
+
+
+def _grid(heads: list[list[str]], rows: list[list[str]]) -> list[str]:
+    w = [max(len(r[i]) for r in [*heads, *rows]) for i in range(len(heads[-1]))]
+    def fmt(cells):
+        return "  ".join(c.ljust(w[i]) if i == 0 else c.rjust(w[i]) for i, c in enumerate(cells)).rstrip()
+    return [*(fmt(h) for h in heads), fmt(["-" * x for x in w]), *(fmt(r) for r in rows)]
+
+
+def render(con, seed: str, run_ids: list[int], failed: list = ()) -> str:
+    s = seed_of(seed)
+    text = _render(Reading(con), s, run_ids)
+    lines = [f"failed, not in the table: run {r['id']} ({r['patch_set']} on {r['topology']}"
+             f"{', ' + disk(r) if disk(r) else ''}): {r['reason']}"
+             + (f"; the guest's OOM killer killed {n:g} process{'es' * (n != 1)}" if (n := _oom_kills(con, r['id']))
+                else "") for r in failed]
+    return text + ("\n" + "\n".join(lines) + "\n" if lines else "")
+
+
+def _oom_kills(con, rid) -> float:
+    try:
+        row = con.execute("SELECT delta FROM v_vmstat_delta WHERE run_id = ? AND counter = 'oom_kill'",
+                          (rid,)).fetchone()
+    except sqlite3.DatabaseError:
+        return 0
+    return row[0] if row and row[0] else 0
+
+
+def _same(s, r, col):
+    """What must agree across a machine's columns: the parameters that make
+    columns of their own (004's zone_reclaim_mode) are left out."""
+    if col != "params_json" or not s.param_columns:
+        return r[col]
+    have = json.loads(r[col])
+    return json.dumps({k: v for k, v in have.items() if k not in s.param_columns}, sort_keys=True)
+
+
+def _render(con, s, run_ids) -> str:
+    runs = [run_of(con, i) for i in run_ids]
+    cols: dict = {}
+    for r in sorted(runs, key=lambda r: (column(s, r), r["id"])):
+        cols.setdefault(column(s, r), []).append(r)
+    keys = list(cols)
+    # % against the first kernel on the same machine, flavor and timing: runs that differ only in the kernel
+    base = {k: next(b for b in keys if b[:5] == k[:5]) for k in keys}
+    seedcol = {k[5][1]: s.stands_for[k[5][1]] for k in sorted(keys, key=lambda k: k[5]) if k[5][1] in s.stands_for}
+    out = [f"seed {s.id}: {s.title}  [{s.doc}]",
+           f"ours: {s.experiment} on {', '.join(dict.fromkeys(r['topology'] for r in runs))}; " + "; ".join(
+               f"{_label(k)}{' on ' + _machine(k) if k[0] else ''}: run{'s' if len(v) > 1 else ''} "
+               + ", ".join(str(r["id"]) for r in v) for k, v in cols.items()),
+           "kernels: " + "; ".join(f"{k} stands for the seed's {c}" for k, c in seedcol.items()) + f" ({s.pairing})"]
+    for k in keys:
+        group = [r for kk, v in cols.items() if kk[0] == k[0] for r in v]
+        bad = [c for c in ("topology_sha256", "params_json", "seed", "qemu_mode", "guest_isa", "engine_version",
+                           "timing_plugin", "start") if len({_same(s, r, c) for r in group}) > 1]
+        if bad and k == base[k]:
+            out.append(f"WARNING: the runs{' on ' + _machine(k) if k[0] else ''} differ in {', '.join(bad)}: "
+                       "this compares more than the kernels")
+    for t in s.tables:
+        out += ["", t.title, *_table(con, s, t, run_ids, cols, base, seedcol)]
+    notes = s.notes(con, run_ids) if s.notes else []
+    return "\n".join(out + [""] * bool(notes) + notes) + "\n"
+
+
+def _table(con, s, t, run_ids, cols, base, seedcol) -> list[str]:
+    keys, pubs = list(cols), PUBLISHED.get(s.id, {})
+    rows = t.rows if isinstance(t.rows, tuple) else t.rows(con, run_ids)
+    ours = {row.key: {k: _agg([row.value(con, r["id"]) for r in cols[k]], row.agg) if row.value else None
+                      for k in keys} for row in rows}
+    shown = [c for c in seedcol.values() if any(c in pubs.get(row.key, {}) for row in rows)]
+    # the seed's column for our first kernel that stands for one (vanilla 6.1 may be ours alone)
+    pbase = next((seedcol[k[5][1]] for k in sorted(keys, key=lambda k: k[5]) if k[5][1] in seedcol), None)
+    pbase = pbase if pbase in shown else None  # the seed's % only when the baseline's column was published
+    head = ["row [unit]"] + [h for k in keys for h in ([_label(k)] if k == base[k] else [_label(k), "%"])]
+    head += [h for c in shown for h in ([f"seed: {c}"] if c == pbase or not pbase else [f"seed: {c}", "%"])]
+    heads = [head]
+    if s.by_machine:  # the machine above its group of columns (002: kernel x CPU count)
+        first = {k[0]: k for k in reversed(keys)}
+        machines = ["machine"] + [h for k in keys for h in [_machine(k) if first[k[0]] == k else ""]
+                                  + ([] if k == base[k] else [""])]
+        heads = [machines + [""] * (len(head) - len(machines)), head]
+    lines, unmeasured, missing = [], [], {}
+    for row in rows:
+        p = pubs.get(row.key, {})
+        if row.value is None:
+            unmeasured.append(f"{row.name} ({row.why})")
+        elif all(a is None for a in ours[row.key].values()):
+            if row.why:
+                missing.setdefault(row.why, []).append(row.name)
+            if not any(c in p for c in shown):
+                continue  # e.g. a hop distance no chunk landed at
+        cells = [f"{row.name} [{row.unit}]"]
+        for k in keys:
+            a, b = ours[row.key][k], ours[row.key][base[k]]
+            cells += ["n/a" if row.value is None else _cell(a, row.agg)] + (
+                [pct(b[0], a[0]) if a and b else ""] if k != base[k] else [])
+        for c in shown:
+            b, a = _pub(p.get(pbase)), _pub(p.get(c))
+            cells += [_cell(a)] + ([pct(b[0], a[0]) if a and b else ""] if pbase and c != pbase else [])
+        lines.append(cells)
+    out = _grid(heads, lines)
+    for h in t.headlines:
+        row = next(r for r in rows if r.key == h.key)
+        out += _direction(s, h, row, ours[h.key], keys, base, pubs.get(h.key, {})) or [
+            f"direction, {h.label}: no two kernels on the same machine, flavor and timing here; nothing to compare"]
+    notes = [f"{row.name} ({c}): {p.note}" for row in rows for c in shown
+             if (p := pubs.get(row.key, {}).get(c)) and p.note]
+    if notes:
+        out.append("about the seed's figures: " + "; ".join(notes))
+    if unmeasured:
+        out.append("not measured by us: " + "; ".join(unmeasured))
+    out += [f"not in these runs ({why}): " + "; ".join(names) for why, names in missing.items()]
+    return out
+
+
+def _pairs(s, keys, base) -> list[tuple]:
+    """Each kernel against the first on its machine; and, where the seed's
+    own before/after is re-enacted (000: period set -> period set + fix),
+    the two kernels that stand for the seed's columns, in the seed's order."""
+    out = [(base[k], k) for k in keys if k != base[k]]
+    col = lambda k: s.stands_for.get(k[5][1]) if not k[5][2] else None
+    for b in keys:
+        for k in keys:
+            if b[:5] == k[:5] and base[k] not in (b, k) and col(b) and col(k) and \
+                    s.columns.index(col(b)) < s.columns.index(col(k)):
+                out.append((b, k))
+    return out
+
+
+def _direction(s, h, row: Row, ours: dict, keys, base, pub: dict) -> list[str]:
+    out = []
+    for b, k in _pairs(s, keys, base):
+        where = f" at {k[0][0]} CPUs ({k[0][2]})" if k[0] else ""
+        pair = f"{_label(b)}→{_label(k)}"
+        c0, c1 = (None, None) if b[5][2] or k[5][2] else (s.stands_for.get(b[5][1]), s.stands_for.get(k[5][1]))
+        p0, p1 = _pub(pub.get(c0)), _pub(pub.get(c1))
+        if p0 and p1:
+            want = _sign(p0, p1)
+            seed = f"seed {pct(p0[0], p1[0])} for the same pair ({c0}→{c1})"
+            if s.columns.index(c0) > s.columns.index(c1):
+                seed += f", in the seed's order {pct(p1[0], p0[0])} {c1}→{c0}"
+        elif h.expect:
+            # h.expect is the sign from fixed to pathological: a pair from the
+            # seed's pathological column to its fix goes the other way, vanilla
+            # (the fixed side, ours alone) to the pathological column this way,
+            # and vanilla to the fix is no pair the seed spoke of
+            seed = f"seed: no figure for both sides; it says {h.claim}"
+            if c0 and c1:
+                want = h.expect if s.columns.index(c0) > s.columns.index(c1) else -h.expect
+            else:
+                want = h.expect if c1 == s.columns[0] and not c0 else None
+        else:
+            want, seed = None, "seed: no figure for this pair"
+        a, z = ours.get(b), ours.get(k)
+        if a is None or z is None:
+            why = row.why or "no value in these runs"
+            out.append(f"direction, {h.label}: ours not measured{where} ({why}); {seed}")
+            continue
+        got = _sign(a, z)
+        verdict = ("no seed direction to compare" if want is None else
+                   "the seed shows no clear change (under 1 % or within its runs' spread)" if want == 0 else
+                   "ours shows no clear change (under 1 % or within the runs' spread): not the seed's direction"
+                   if got == 0 else
+                   "same direction as the seed" if got == want else "OPPOSITE to the seed")
+        out.append(f"direction, {h.label}: ours {pct(a[0], z[0]) or '0.00%'} {pair}{where}; {seed}: {verdict}")
+    return out
+
+
+# --- ./run.py seeds --table-only (pipeline/seedscli.py parses the command) ----------------
+def print_tables(dbpath: str, seeds: list[str], study: int | None = None, page=None) -> int:
+    """Print the tables of the seeds named (none: all five; those without
+    runs are then one error line), over the runs of study `study` or else
+    the latest; bad input is one line on stderr and 2. page: (path, the
+    command that makes it): the tables also become a results page."""
+    try:
+        wanted = [seed_of(x).id for x in seeds] or list(SEEDS)
+        con = db.connect(dbpath, readonly=True)
+        picked, missing = {}, []
+        for x in wanted:  # every seed checked before anything prints
+            try:
+                picked[x] = select_runs(con, x, study)
+            except SeedError as err:
+                if seeds or "no study" in str(err):
+                    raise
+                missing.append(x)
+        if missing:
+            raise SeedError(f"no ok runs for seed{'s' * (len(missing) > 1)} {' '.join(missing)} in "
+                            + (f"study {study}" if study is not None else dbpath)
+                            + (f"; name the seeds that have runs ({' '.join(picked)})" if picked else
+                               " (run ./run.py seeds)"))
+        tables = {x: render(con, x, ids, failed_runs(con, x, study, ids)) for x, ids in picked.items()}
+        text = "\n\n".join(tables.values())
+        if page:
+            body = [line for x, t in tables.items() for line in ("", f"## Seed {x}", "", "```", t.rstrip(), "```")]
+            runs = pages.runs_of(con, [i for x in picked.values() for i in x])
+            pages.write(page[0], "Results: the seeds' tables", pages.provenance(runs, page[1], dbpath), body)
+    except (SeedError, db.SchemaError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except sqlite3.DatabaseError as err:
+        print(f"error: {dbpath}: {err}", file=sys.stderr)
+        return 2
+    print(text, end="")
+    return 0

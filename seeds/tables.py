@@ -1,0 +1,366 @@
+"""Each seed's own table, as rows over OUR database (seeds/report.py prints
+them beside the seed's published figures, PUBLISHED there, joined by row key;
+what a table is made of, and the functions most rows read with, are in
+seeds/kit.py).
+
+Our kernels stand for the seed's columns (`stands_for`): each patch set
+re-creates one side of the seed's comparison on Linux 6.1, so vanilla is
+usually the seed's FIXED kernel and the patch set its pathological one."""
+from __future__ import annotations
+
+import functools
+import json
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+
+import topologies
+from analysis.rows import metrics as run_metrics
+from seeds.kit import (
+    Headline,
+    Row,
+    Seed,
+    Table,
+    delta,
+    fig,
+    kswapd_busiest,
+    lock_contentions,
+    minus,
+    params,
+    ratio,
+    run_of,
+    scalar,
+    span_s,
+    stall_share,
+    top_symbols,
+)
+
+
+# --- 000: mlockchurn -------------------------------------------------------------
+def _over_ideal(con, rid):
+    """Run time over the free-memory pace: the first `slots` chunks land in
+    memory nobody used yet (the seed's 'virgin' memory, its 18 s a chunk)."""
+    ms = [r[0] for r in con.execute("SELECT wall_ms FROM mlockchurn_chunks WHERE run_id = ? ORDER BY chunk", (rid,))]
+    slots = params(con, rid).get("slots", 1)
+    if len(ms) <= slots:
+        return None
+    return 100 * (sum(ms) / (statistics.mean(ms[:slots]) * len(ms)) - 1)
+
+
+NEED_TIMING = "needs --timing detailed; timing_symbols is modeled stall per symbol, not CPU samples"
+NEED_LOCKSTAT = "needs --flavor lockstat"
+S000 = Seed(
+    "000", 'Daniel Phillips, "Google\'s mm problems" (linux-kernel, 2001; 2.4.9, 2 CPUs, 2 GB)',
+    "000_d78135e0fdf7ed9c.txt", "mlockchurn", ("2.4.9", "2.4.9 + kswapd-sleeps"),
+    {"mlocked-on-lru": "2.4.9", "mlocked-on-lru-kswapd-sleeps": "2.4.9 + kswapd-sleeps"},
+    "vanilla 6.1 is ours alone (mlocked pages on the unevictable list, kswapd gives up on a hopeless node); "
+    "mlocked-on-lru puts mlocked pages back on the LRU and takes kswapd's backoff out, as 2.4.9 was; "
+    "mlocked-on-lru-kswapd-sleeps adds the seed's fix",
+    (Table("run time and kswapd", (
+        Row("chunk_s", "time per chunk (munlock, map, mlock)", "s",
+            scalar("SELECT AVG(wall_ms) FROM mlockchurn_chunks WHERE run_id = ?", 1e-3)),
+        Row("run_s", "run time, all chunks", "s", fig("mlockchurn.elapsed_s")),
+        Row("over_ideal", "real time over the free-memory pace", "%", _over_ideal),
+        Row("cpu_over_ideal", "CPU time over ideal", "%", None,
+            "mlockchurn records no CPU time of its own"),
+        Row("kswapd_steady", "kswapd CPU, busiest node over the run", "%", kswapd_busiest),
+        Row("kswapd_peak", "kswapd CPU, busiest node's peak interval", "%", fig("mlockchurn.kswapd_share_peak", 100)),
+        Row("kswapd_sleeping", "kswapd CPU while the program sleeps (busiest node)", "%",
+            fig("mlockchurn.kswapd_sleeping_busiest", 100), "needs a run with sleep_s > 0"),
+        Row("pgscan", "pages scanned", "pages", fig("mlockchurn.pgscan")),
+        Row("pgsteal", "pages reclaimed", "pages", fig("mlockchurn.pgsteal")),
+        Row("efficiency", "reclaim efficiency", "%", fig("mlockchurn.reclaim_efficiency", 100)),
+        Row("majflt", "major faults", "faults",
+            scalar("SELECT SUM(majflt) FROM mlockchurn_chunks WHERE run_id = ?")),
+    ), (Headline("kswapd_steady", "kswapd CPU"), Headline("run_s", "run time"))),
+     Table("profile (seed: gprof samples with the fix; ours: share of the kernel's modeled stall)", (
+         Row("refill_inactive_scan", "refill_inactive_scan (6.1: shrink_active_list)", "%",
+             stall_share("shrink_active_list", "refill_inactive"), NEED_TIMING),
+         Row("page_launder", "page_launder (6.1: shrink_inactive_list, shrink_folio_list)", "%",
+             stall_share("shrink_inactive_list", "shrink_folio_list", "page_launder"), NEED_TIMING),
+         Row("stext_lock", "stext_lock (spin lock contention)", "%", stall_share("spin_lock"), NEED_TIMING),
+         Row("lru_lock", "LRU lock contentions (lock_stat's top 10 classes)", "contentions",
+             lock_contentions("%lru_lock%"), NEED_LOCKSTAT),
+     ))), by_machine=True)
+
+
+# --- 001: kvio ---------------------------------------------------------------------
+LEVELS_MB = (0, 749, 2498, 4246)  # the seed's dd sizes; ours are fractions of RAM, level by level
+
+
+def level(i: int, expr: str, scale: float = 1.0) -> Callable:
+    return scalar(f"SELECT {expr} FROM kvio_levels WHERE run_id = ? AND level = {i}", scale)
+
+
+def _per_level(key, name, unit, expr, scale=1.0):
+    return tuple(Row(f"{key}-{i}", f"{name}-{mb}M", unit, level(i, expr, scale)) for i, mb in enumerate(LEVELS_MB))
+
+
+def _kvio_notes(con, run_ids) -> list[str]:
+    rows = con.execute("SELECT level, io_frac, io_mib FROM kvio_levels WHERE run_id = ? ORDER BY level",
+                       (run_ids[0],)).fetchall()
+    return [f"IO levels: the seed's dd wrote {' / '.join(str(m) for m in LEVELS_MB)} MB; ours write "
+            + " / ".join(f"{r['io_frac']:g}" for r in rows) + " x RAM = "
+            + " / ".join(str(r["io_mib"]) for r in rows) + " MiB (level by level)"] if rows else []
+
+
+S001 = Seed(
+    "001", 'Mel Gorman, "Reduce system disruption due to kswapd" (linux-mm, 2013; 3.9-rc2)',
+    "001_d78c33ae31961e03.txt", "kvio", ("vanilla", "flatten-v1r8", "limitprio-v1r8", "block-v1r8", "tidy-v1r8"),
+    {"vanilla": "limitprio-v1r8", "scan-balance-3.9": "vanilla"},
+    "6.1 has the series (and spares anon while page cache is plentiful); scan-balance-3.9 takes out kswapd's "
+    "bound per priority and that shortcut, as 3.9-rc2 was",
+    (Table("Ops, per IO level (mmtests' table: memcachetest there, our key-value store here)", (
+        *_per_level("ops", "Ops memcachetest", "ops/s", "ops_per_s"),
+        *_per_level("io", "Ops io-duration", "s", "io_s"),
+        # mmtests' swaptotal is swap-ins plus swap-outs (its vanilla levels add up to the vmstat table's totals)
+        *_per_level("swaptotal", "Ops swaptotal", "pages", "pswpin + pswpout"),
+        *_per_level("swapin", "Ops swapin", "pages", "pswpin"),
+        *_per_level("minor", "Ops minorfaults", "faults", "pgfault - pgmajfault"),
+        *_per_level("major", "Ops majorfaults", "faults", "pgmajfault"),
+        *_per_level("kscan", "Kswapd pages scanned", "pages", "pgscan_kswapd"),
+        *_per_level("ksteal", "Kswapd pages reclaimed", "pages", "pgsteal_kswapd"),
+        *_per_level("keff", "Kswapd efficiency", "%", "kswapd_efficiency", 100),
+        *_per_level("kvel", "Kswapd velocity", "pages/s", "kswapd_velocity"),
+        *_per_level("dscan", "Direct pages scanned", "pages", "pgscan_direct"),
+        *_per_level("dsteal", "Direct pages reclaimed", "pages", "pgsteal_direct"),
+        *_per_level("wanon", "Page writes anon", "pages", "pswpout"),
+        Row("wfile-level", "Page writes file-<level>M", "pages", None,
+            "kvio_levels has no nr_vmscan_write per level (the whole-run table has it)"),
+    ), (Headline("ops-3", "ops/s at the top IO level"), Headline("major-3", "major faults at the top IO level"))),
+     Table("vmstat over the whole test (snapshots before and after)", (
+         Row("pgpgin", "Page Ins", "KiB", delta("pgpgin")),
+         Row("pgpgout", "Page Outs", "KiB", delta("pgpgout")),
+         Row("pswpin", "Swap Ins", "pages", delta("pswpin")),
+         Row("pswpout", "Swap Outs", "pages", delta("pswpout")),
+         Row("dscan", "Direct pages scanned", "pages", delta("pgscan_direct")),
+         Row("kscan", "Kswapd pages scanned", "pages", delta("pgscan_kswapd")),
+         Row("ksteal", "Kswapd pages reclaimed", "pages", delta("pgsteal_kswapd")),
+         Row("dsteal", "Direct pages reclaimed", "pages", delta("pgsteal_direct")),
+         Row("keff", "Kswapd efficiency", "%", ratio(delta("pgsteal_kswapd"), delta("pgscan_kswapd"), 100)),
+         Row("kvel", "Kswapd velocity", "pages/s", ratio(delta("pgscan_kswapd"), span_s)),
+         Row("deff", "Direct efficiency", "%", ratio(delta("pgsteal_direct"), delta("pgscan_direct"), 100)),
+         Row("dvel", "Direct velocity", "pages/s", ratio(delta("pgscan_direct"), span_s)),
+         Row("writes", "Page writes by reclaim", "pages", delta("nr_vmscan_write")),
+         # mmtests: file = all reclaim writes but swap-outs
+         Row("wfile", "Page writes file", "pages", minus(delta("nr_vmscan_write"), delta("pswpout"))),
+         Row("wanon", "Page writes anon", "pages", delta("pswpout")),
+     ), (Headline("kscan", "kswapd pages scanned"),))),
+    notes=_kvio_notes)
+
+
+# --- 002: forkstorm --------------------------------------------------------------------
+def _sys_busy(con, rid):
+    """System time as a share of busy CPU time (forkstorm's sys_share and
+    user_share are of all time, idle included); the seed's 100 %."""
+    s, u = fig("forkstorm.sys_share")(con, rid), fig("forkstorm.user_share")(con, rid)
+    return None if s is None or u is None or s + u == 0 else 100 * s / (s + u)
+
+
+def _idle(con, rid):
+    """Idle (and iowait) share of all CPU time over the storm: where 6.1's
+    sleeping rwsem waiters go, which 2009's spinning waiters did not."""
+    s, u = fig("forkstorm.sys_share")(con, rid), fig("forkstorm.user_share")(con, rid)
+    return None if s is None or u is None else max(0.0, 100 * (1 - s - u))
+
+
+def _lock_wait_ms(lock: str) -> Callable:
+    """Milliseconds waited for a lock class over the storm (lock_stat's
+    wait-time total, from the run's forkstorm_done record). 6.1's anon_vma
+    lock is a sleeping rwsem: its waiters sleep rather than spin, so the
+    cost shows here more than in system time."""
+    def get(con, rid):
+        r = con.execute("SELECT body FROM records WHERE run_id = ? AND type = 'forkstorm_done'", (rid,)).fetchone()
+        w = ((json.loads(r[0]).get("locks") or {}).get(lock) or {}).get("wait_total_us") if r else None
+        return None if w is None else w / 1e3
+    return get
+
+
+def _spin_wait_s(con, rid):
+    """Guest CPU seconds in x86 PAUSE over the whole run (engine.pause_cpu_s:
+    every spin-loop turn at the topology's latency). Boot spins alike on every
+    kernel of a machine, so the difference between kernels is the storm's."""
+    return run_metrics(con, rid).get("engine.pause_cpu_s")
+
+
+def _fork_notes(con, run_ids) -> list[str]:
+    out = []
+    for rid in run_ids:
+        top = top_symbols(con, rid)
+        if top:
+            r = run_of(con, rid)
+            out.append(f"top kernel symbols by modeled stall, run {rid} ({r['patch_set']}, {r['cpus']} CPUs): "
+                       + ", ".join(f"{s} {p:.1f} %" for s, p in top))
+    return out
+
+
+S002 = Seed(
+    "002", "Larry Woodman, high system time & lock contention, AIM7 (LKML, 2009; 8 CPUs in the profile)",
+    "002_bf44cde862684e03.txt", "forkstorm", ("no trylock (2009)", "trylock patch"),
+    {"rmap-lock-blocking": "no trylock (2009)", "rmap-lock-blocking-ptl-trylock": "trylock patch"},
+    "vanilla 6.1 is ours alone (it trylocks the anon_vma lock in reclaim, since 6.0); rmap-lock-blocking waits "
+    "for the rmap and pte locks and holds the rmap lock for write, as 2009's spinlocks; "
+    "rmap-lock-blocking-ptl-trylock adds the seed's pte trylock",
+    (Table("system time and lock contention, by CPU count", (
+        Row("sys", "system time", "% of busy", _sys_busy),
+        Row("idle", "CPU idle", "% of CPU time", _idle),
+        Row("jobs", "jobs/min", "jobs/min", fig("forkstorm.jobs_per_min")),
+        Row("anon_vma", "anon_vma lock contentions", "contentions", fig("forkstorm.lock_contentions.anon_vma"),
+            NEED_LOCKSTAT),
+        Row("anon_vma_wait", "anon_vma lock wait", "ms", _lock_wait_ms("anon_vma"), NEED_LOCKSTAT),
+        Row("ptl", "pte lock (ptl) contentions", "contentions", fig("forkstorm.lock_contentions.ptl"), NEED_LOCKSTAT),
+        Row("ptl_wait", "pte lock wait", "ms", _lock_wait_ms("ptl"), NEED_LOCKSTAT),
+        Row("spin_lock", "_spin_lock", "% of kernel", stall_share("spin_lock"), NEED_TIMING),
+        Row("page_check_address", "page_check_address (6.1: page_vma_mapped_walk)", "% of kernel",
+            stall_share("page_vma_mapped_walk", "page_check_address"), NEED_TIMING),
+        Row("kswapd", "kswapd CPU time", "s", fig("forkstorm.kswapd_s")),
+        Row("spin_wait", "spin-wait (PAUSE) time, whole run", "CPU-s", _spin_wait_s),
+    ), (Headline("sys", "system time", +1, "the trylock lowers it"),
+        Headline("anon_vma", "anon_vma contention", +1, "the trylock lowers it"))),),
+    by_machine=True, notes=_fork_notes)
+
+
+# --- 003: qsbench ----------------------------------------------------------------------
+def _qs_busy(con, rid):
+    u, s = fig("qsbench.user_s")(con, rid), fig("qsbench.sys_s")(con, rid)
+    return None if u is None or s is None else u + s
+
+
+S003 = Seed(
+    "003", 'Rik van Riel, "smoother VM for -ac" + Lorenzo Allegrucci\'s qsbench runs (LKML, 2001; 2.4.10-ac9)',
+    "003_b84e3de52decaefe.txt", "qsbench", ("2.4.10-ac9", "2.4.10-ac9 + smooth"),
+    {"vanilla": "2.4.10-ac9", "allocators-reclaim": "2.4.10-ac9 + smooth"},
+    "base against patched; allocators-reclaim is Rik's patch in 6.1's terms (allocators reclaim a batch when "
+    "they wake kswapd, inactive target 6/5 wider), not 2.4.10-ac's VM",
+    (Table("three runs per kernel: mean (min-max)", (
+        Row("user", "user", "s", fig("qsbench.user_s")),
+        Row("system", "system", "s", fig("qsbench.sys_s")),
+        Row("elapsed", "elapsed", "s", fig("qsbench.elapsed_s")),
+        Row("cpu", "CPU (user + system over elapsed)", "%", ratio(_qs_busy, fig("qsbench.elapsed_s"), 100)),
+        Row("majflt", "major faults", "faults", fig("qsbench.majflt")),
+        # the seed read kswapd's time once, after the three runs: ours summed over the repeats
+        Row("kswapd", "kswapd CPU time, the runs together", "s", fig("qsbench.kswapd_s"), agg="sum"),
+    ), (Headline("elapsed", "elapsed"), Headline("system", "system time"))),), by_machine=True)
+
+
+# --- 004: memeater ---------------------------------------------------------------------
+def _swap_start(con, rid):
+    """(cycle, chunk) of the first chunk after which swap was in use (as the
+    memeater verdict reads it), or None."""
+    return con.execute("SELECT cycle, chunk FROM chunk_times WHERE run_id = ? AND swap_used_kib > 0 "
+                       "ORDER BY cycle, chunk LIMIT 1", (rid,)).fetchone()
+
+
+def _free_at(con, rid, cycle, chunk) -> list[int]:
+    return [r[0] for r in con.execute("SELECT free_kib FROM node_free WHERE run_id = ? AND cycle = ? AND chunk = ? "
+                                      "ORDER BY node", (rid, cycle, chunk))]
+
+
+FILLED_KIB = 16384  # a node with at most this free counts as filled (the memeater verdict's line)
+
+
+def _touched(con, rid):
+    """Memory touched before swapping began, in nodes' worth (all of it when
+    nothing swapped: a lower bound, like the seed's 'got 90GB without heavy paging')."""
+    p, r = params(con, rid), run_of(con, rid)
+    s = _swap_start(con, rid)
+    chunks = p.get("chunks", 0) if s is None or s["cycle"] > 0 else s["chunk"] + 1
+    return chunks * p.get("chunk_mib", 0) / r["memory_mib_per_node"]
+
+
+def _at_swap_start(f: Callable) -> Callable:
+    def get(con, rid):
+        s = _swap_start(con, rid)
+        free = _free_at(con, rid, s["cycle"], s["chunk"]) if s else []
+        return f(con, rid, free) if free else None
+    return get
+
+
+def _ms(before: bool) -> Callable:
+    def get(con, rid):
+        s = _swap_start(con, rid)
+        if not before and (s is None or s["cycle"] > 0):
+            return None  # no swapping in the first cycle
+        cut = s["chunk"] if s is not None and s["cycle"] == 0 else None
+        ms = [r[1] for r in con.execute("SELECT chunk, wall_ms FROM chunk_times WHERE run_id = ? AND cycle = 0 "
+                                        "ORDER BY chunk", (rid,)) if cut is None or (r[0] < cut) == before]
+        return statistics.mean(ms) if ms else None
+    return get
+
+
+@functools.lru_cache(maxsize=32)
+def _topology(name: str, text: str):
+    try:
+        return topologies.parse(text, Path(f"{name}.toml"))
+    except topologies.TopologyError:
+        return None  # a topology file this vmlab no longer accepts: hops unknown
+
+
+def _hops(con, rid) -> list[int] | None:
+    """Hops from the node of the CPU memeater was pinned to, from the run's own topology."""
+    r = run_of(con, rid)
+    topo, cpu = _topology(r["topology"], r["topology_toml"]), params(con, rid).get("cpu")
+    ok = topo is not None and isinstance(cpu, int) and 0 <= cpu < topo.cpus
+    return list(topo.hops[cpu // topo.cpus_per_node]) if ok else None
+
+
+def _ms_at_hop(h: int) -> Callable:
+    def get(con, rid):
+        hops = _hops(con, rid)
+        ms = [r[1] for r in con.execute("SELECT main_node, wall_ms FROM chunk_times WHERE run_id = ? AND cycle = 0",
+                                        (rid,)) if hops and r[0] is not None and r[0] < len(hops) and hops[r[0]] == h]
+        return statistics.mean(ms) if ms else None
+    return get
+
+
+def _free_at_hop(h: int) -> Callable:
+    """Mean free memory of the nodes h hops from home after the last chunk of the first cycle."""
+    def get(con, rid):
+        hops = _hops(con, rid)
+        last = con.execute("SELECT MAX(chunk) FROM chunk_times WHERE run_id = ? AND cycle = 0", (rid,)).fetchone()[0]
+        free = _free_at(con, rid, 0, last) if last is not None else []
+        at = [kib / 1024 for n, kib in enumerate(free) if hops and n < len(hops) and hops[n] == h]
+        return statistics.mean(at) if at else None
+    return get
+
+
+def _memeater_rows(con, run_ids) -> tuple:
+    hops = max((max(h) for h in (_hops(con, r) for r in run_ids) if h), default=-1)
+    cycles = con.execute(f"SELECT DISTINCT cycle FROM memeater_cycles WHERE run_id IN "
+                         f"({', '.join('?' * len(run_ids))}) ORDER BY cycle", run_ids).fetchall()
+    return (
+        Row("touched", "memory touched before swapping began (all, if none)", "nodes' worth", _touched),
+        Row("filled", "nodes filled when swapping began", "nodes",
+            _at_swap_start(lambda c, r, free: sum(1 for k in free if k <= FILLED_KIB))),
+        Row("free_nodes", "nodes with free memory when swapping began", "nodes",
+            _at_swap_start(lambda c, r, free: sum(1 for k in free if k > FILLED_KIB))),
+        Row("free_pct", "free memory when swapping began", "% of memory",
+            _at_swap_start(lambda c, r, free: 100 * sum(free) / 1024
+                           / (run_of(c, r)["nodes"] * run_of(c, r)["memory_mib_per_node"]))),
+        Row("cycle", "cycle in which swapping began", "cycle",
+            lambda con, rid: None if _swap_start(con, rid) is None else float(_swap_start(con, rid)["cycle"])),
+        Row("ms_before", "ms per chunk (GB) before swapping, first cycle", "ms", _ms(True)),
+        Row("ms_after", "ms per chunk (GB) once swapping, first cycle", "ms", _ms(False)),
+        *(Row(f"ms_hop{h}", f"ms per chunk {h} hop{'' if h == 1 else 's'} from home, first cycle", "ms", _ms_at_hop(h))
+          for h in range(hops + 1)),
+        *(Row(f"swap_c{c[0]}", f"swap used after cycle {c[0]}", "MiB",
+              scalar(f"SELECT swap_used_kib FROM memeater_cycles WHERE run_id = ? AND cycle = {int(c[0])}", 1 / 1024))
+          for c in cycles),
+        Row("swap_peak", "swap used at the peak", "MiB", fig("memeater.swap_peak_kib", 1 / 1024)),
+        Row("pswpout", "pages swapped out", "pages", delta("pswpout")),
+        *(Row(f"free_hop{h}", f"free memory per node {h} hop{'' if h == 1 else 's'} from home, end of first cycle",
+              "MiB", _free_at_hop(h)) for h in range(hops + 1)),
+    )
+
+
+S004 = Seed(
+    "004", "HP GS1280 (32 CPUs, 4x8 torus, 128 GB, Tru64 5.1B), virtual memory problem (2005)",
+    "004_a7c680989fc1af5f.txt", "memeater", ("Tru64 5.1B-PK4", "Tru64 patched (May 2005)"),
+    {"vanilla": "Tru64 patched (May 2005)", "zone-reclaim-auto": "Tru64 5.1B-PK4"},
+    "6.1 allocates on other nodes before reclaiming locally; zone-reclaim-auto reclaims (and swaps) on the "
+    "local node first, like Tru64's RADs",
+    (Table("fill order, ms per chunk, swap and free memory (one chunk = a quarter node, the seed's 1 GB)",
+           _memeater_rows, (Headline("touched", "memory touched before swapping began"),)),),
+    by_machine=True, param_columns=("zone_reclaim_mode",))
+
+SEEDS = {s.id: s for s in (S000, S001, S002, S003, S004)}
