@@ -81,7 +81,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="override an experiment parameter; repeat, or separate with commas (see `list`)")
     p.add_argument("--kernel", default=D.kernel,
                    help=f"patch set from images/patches/: {', '.join(kernel.patchsets())} (default {D.kernel}; "
-                        "vanilla is the empty set); several, comma-separated (e.g. vanilla,zone-reclaim-auto), run "
+                        "vanilla is the empty set), optionally @ a kernel line: "
+                        f"{', '.join(kernel.LINES)} (default {kernel.DEFAULT_LINE}; e.g. vanilla@6.12); several, "
+                        "comma-separated (e.g. vanilla,zone-reclaim-auto or vanilla,vanilla@6.12), run "
                         "the experiment once per kernel and print a comparison")
     p.add_argument("--flavor", default=D.flavor, choices=list(kernel.FLAVORS),
                    help="kernel config flavor: lockstat adds LOCK_STAT (slower; never mix flavors in a comparison)")
@@ -103,8 +105,10 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-stalls", action="store_true", default=D.no_stalls,
                    help="--timing detailed: price accesses but do not charge the stalls to the guest's clocks")
     from timing import modes
-    p.add_argument("--timing", default=D.timing, choices=modes.NAMES,
-                   help="memory-system timing model (a QEMU plugin, timing/): off = plain QEMU; "
+    p.add_argument("--timing", default=D.timing, choices=modes.CHOICES,
+                   help="memory-system timing model (a QEMU plugin, timing/): auto = detailed, the accurate machine, "
+                        "wherever the engine and --qemu-mode can run it (else off, and the run says why); "
+                        "off = plain QEMU, a functional run; "
                         "fast = instruction counts and basic-block vectors; detailed = every data access priced "
                         "on the topology (caches, directory, hops, queueing; needs --qemu-mode icount); "
                         "sampled = a fast profile, then only its SimPoint regions detailed, from checkpoints, "

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 
 import experiments
-from analysis import profile_report
+from analysis import experiment_results, profile_report
 from protocol import facts
 
 # /proc/vmstat counters worth a row (delta after - before): the reclaim
@@ -69,7 +69,7 @@ def figures(con: sqlite3.Connection, run_id: int) -> dict[str, tuple[float, str]
         out["kswapd.cpu_s"] = (float(k), "s")
     exp = con.execute("SELECT experiment FROM runs WHERE id = ?", (run_id,)).fetchone()
     if exp:
-        out.update(experiments.results(exp[0]).compare_figures(con, run_id))
+        out.update(experiment_results.results(exp[0]).compare_figures(con, run_id))
     return out
 
 

@@ -1,8 +1,14 @@
 """What `./run.py browse` tells Datasette about the results database: what
 each table and view holds, what the main columns mean, and canned queries
-for the common questions. tests/test_browse.py checks every table and view
-of a new database is described here and every canned query runs."""
+for the common questions. The core's tables are described here; each
+experiment's are described where they are declared, in its own results.py
+(analysis/kit.py), and read from there (tables(), views()).
+tests/test_browse.py checks every table and view of a new database is
+described and every canned query runs."""
 from __future__ import annotations
+
+from analysis import experiment_results
+from analysis.kit import Table, View
 
 TABLES = {
     # the run and its provenance
@@ -15,7 +21,8 @@ TABLES = {
         "topology_shape": "the interconnect, e.g. '4x8 torus' or '2 sockets'",
         "scale": "memory per node of the simulated machine over the real one's (runs keep shape, not size)",
         "params_json": "every experiment parameter, the sizes derived from the topology, and the guest command",
-        "patch_set": "the kernel's patch set from images/patches/ (vanilla = Linux 6.1 as Debian ships it)",
+        "patch_set": "the kernel's patch set from images/patches/ (vanilla = Linux 6.1 as Debian ships it; "
+                     "set@6.12: the set on Linux 6.12)",
         "kernel_flavor": "config flavor: default, or lockstat (LOCK_STAT on)",
         "engine_version": "QEMU 10.0.2 and the hash of vmlab's patch series, or Debian's binary",
         "clock_model": "how guest time was kept: per-vCPU clocks, ps per instruction, quantum, stalls charged",
@@ -57,32 +64,10 @@ TABLES = {
                    "executed.", {"key": "run key (runs.run_key)", "axes_json": "the study axes of this run",
                                  "executed_on": "host and pool (local pool or the Dask worker's address)",
                                  "attempts": "tries, counting runs whose worker was lost"}),
-    # experiments' own tables
-    "chunk_times": ("memeater: guest time to memset each chunk, per cycle, and where its pages live.",
-                    {"wall_ms": "guest ms for the chunk", "main_node": "node holding most of the chunk's sampled "
-                     "pages", "majflt": "major faults during the chunk (swap-ins)",
-                     "swap_used_kib": "swap in use after the chunk, KiB"}),
-    "memeater_cycles": ("memeater: each cycle's time, swap use and reclaim deltas (swap growth over cycles).", {}),
-    "mlockchurn_chunks": ("mlockchurn: each file chunk mapped over a slot and mlocked in 1 MiB steps: times, "
-                          "faults, kswapd CPU and reclaim counters.", {}),
-    "kvio_levels": ("kvio: the key-value service's ops/s at each background IO level, with swap and reclaim "
-                    "counters (seed 001's table).", {"io_mib": "MiB written by dd in the background",
-                                                    "ops_per_s": "service operations per guest second",
-                                                    "kswapd_efficiency": "pages reclaimed / scanned by kswapd"}),
-    "forkstorm_ticks": ("forkstorm: jobs done, swap and scanning sampled over the storm.", {}),
-    "forkstorm_workers": ("forkstorm: jobs per worker process.", {}),
-    "qsbench_procs": ("qsbench: each sorting process's times, faults and checksum.", {}),
-    "coreprobe": ("coreprobe: one core's instruction latencies and throughput, L1 and memory load latency, branch "
-                  "misprediction penalty, scalar sum bandwidth, null syscall, page fault and fork, on the guest "
-                  "clock (one row per test).",
-                  {"name": "the test (experiments/coreprobe/coreprobe.c lists them)",
-                   "iterations": "operations per timed pass", "reps": "timed passes after one warm-up pass",
-                   "ns_per_op": "guest ns per operation, best pass", "ns_mean": "guest ns per operation, mean "
-                   "of the passes", "cycles_per_op": "ns_per_op at the topology's clock",
-                   "gbps": "scalar_sum's GB/s (bytes / best pass)", "impl": "x86_64 asm, or c (portable "
-                   "fallback: Alpha)", "pinned": "1 if the probe ran pinned to its CPU",
-                   "on_node": "share of the buffer's sampled pages on the CPU's node",
-                   "skipped": "1 if the test could not run (note says why)"}),
+}
+# (the experiments' own tables come here: each declares its tables in its
+# results.py, analysis/kit.py; see experiment_tables())
+MODEL_TABLES = {
     # the timing model (--timing fast|detailed)
     "timing_run": ("The timing model's settings for a run.", {}),
     "timing_cpu": ("Per CPU: instructions, modeled time and stalls, hits, misses, remote accesses, "
@@ -176,8 +161,9 @@ VIEWS = {
     "v_node_mem_delta": "Each node's meminfo change over a run.",
     "v_node_stat_delta": "Each node's NUMA and reclaim counter change over a run.",
     "v_compare": "Kernel comparisons with their runs' patch sets and status.",
-    "v_chunk_cycle": "memeater: per cycle, min / average / max ms per chunk and major faults.",
-    "v_timing_chunks": "memeater with the timing model: the guest's and the model's ms per chunk side by side.",
+}
+# (the experiments' views come here)
+LATER_VIEWS = {
     "v_study_runs": "Study runs with their run's machine, experiment, kernel and outcome.",
     "v_profile": "The profile per run and symbol over all CPUs and phases, with its share of the CPUs' time "
                  "(share_pct: of the symbols' time + idle + drift).",
@@ -228,15 +214,36 @@ QUERIES = {
 }
 
 
+# The order the experiments' tables have been listed in (docs/reference/
+# schema.md is generated in this order); an experiment not named here comes
+# after these, by name.
+def experiment_tables() -> list[Table | View]:
+    """Every experiment's declared tables and views (its results.py TABLES)."""
+    names = sorted(experiment_results.all_results())
+    return [t for n in names for t in experiment_results.results(n).TABLES]
+
+
+def tables() -> dict[str, tuple[str, dict[str, str]]]:
+    """table -> (what it holds, {column: what it means}), the core's and the experiments'."""
+    mine = {t.name: (t.doc, t.descriptions()) for t in experiment_tables() if isinstance(t, Table)}
+    return {**TABLES, **mine, **MODEL_TABLES}
+
+
+def views() -> dict[str, str]:
+    """view -> what it shows, the core's and the experiments'."""
+    return {**VIEWS, **{v.name: v.doc for v in experiment_tables() if isinstance(v, View)}, **LATER_VIEWS}
+
+
 def metadata(db_name: str) -> dict:
-    tables = {name: {"description": d, **({"columns": cols} if cols else {})} for name, (d, cols) in TABLES.items()}
-    tables.update({name: {"description": d} for name, d in VIEWS.items()})
+    tables_ = {name: {"description": d, **({"columns": cols} if cols else {})}
+               for name, (d, cols) in tables().items()}
+    tables_.update({name: {"description": d} for name, d in views().items()})
     return {
         "title": "vmlab results",
         "description": ("Runs of Linux memory-management reproducers on simulated NUMA machines (vmlab). "
                         "Read-only. Every figure hangs off a run (runs.id); start from v_runs or a canned query."),
         "databases": {db_name: {
-            "tables": tables,
+            "tables": tables_,
             "queries": {k: {"title": t, "description": d, "sql": sql} for k, (t, d, sql) in QUERIES.items()},
         }},
     }

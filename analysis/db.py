@@ -17,8 +17,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-import experiments
-from analysis import ingest as core_ingest
+from analysis import experiment_results, ingest as core_ingest
 from analysis.runrow import RunEnd, RunStart
 from analysis.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -95,7 +94,7 @@ def _parts(con: sqlite3.Connection) -> list[tuple[str, list[str], int]]:
     if con.execute("SELECT 1 FROM sqlite_master WHERE name = 'schema_parts'").fetchone():
         have = dict(con.execute("SELECT part, version FROM schema_parts").fetchall())
     return [(f"experiment {n}", m.SCHEMA, have.get(f"experiment {n}", 0))
-            for n in experiments.all_results() if (m := experiments.results(n)).SCHEMA]
+            for n in experiment_results.all_results() if (m := experiment_results.results(n)).SCHEMA]
 
 
 def _newer_part(path, parts) -> None:

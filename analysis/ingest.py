@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import experiments
+from analysis import experiment_results
 from analysis.rows import insert, metric
 
 
@@ -21,7 +22,7 @@ def ingest(con, run_id: int, parsed, topo) -> None:
     _snapshots(con, run_id, parsed)
     exp = con.execute("SELECT experiment FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
     _reproducer_records(con, run_id, parsed, exp)
-    experiments.results(exp).ingest(con, run_id, parsed, topo)
+    experiment_results.results(exp).ingest(con, run_id, parsed, topo)
 
 
 def _machine(con, run_id, parsed, topo) -> None:

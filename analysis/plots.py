@@ -1,5 +1,5 @@
 """The report's figures. Each experiment draws its own, in
-experiments/<name>/plots.py (found through experiments.plots_module());
+experiments/<name>/plots.py (found through analysis/experiment_results.py's plots_module());
 this module runs them, each on the ok runs of its experiment, in the
 report's order. What such a module declares:
 
@@ -23,6 +23,7 @@ from pathlib import Path
 from types import ModuleType
 
 import experiments
+from analysis import experiment_results
 from analysis.plot_kit import Figure
 from experiments.errors import ExperimentError
 
@@ -55,7 +56,7 @@ def builders(place: str) -> list[tuple[str, Callable]]:
     report's order: by ORDER, then name, then as its FIGURES lists them."""
     found = []
     for name in experiments.available():
-        if (module := experiments.plots_module(name)) is not None:
+        if (module := experiment_results.plots_module(name)) is not None:
             figs, where, order = declared(module)
             if where == place:
                 found.append((order, name, figs))

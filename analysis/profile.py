@@ -23,6 +23,7 @@ from pathlib import Path
 
 import timing
 from analysis.flamegraph import flamegraph_svg
+from analysis.kit import text_table
 from analysis.profile_check import TOLERANCE, CpuCheck, check
 from analysis.rows import insert, metric
 
@@ -235,13 +236,6 @@ def _ms(ps) -> str:
 
 def _pct(part, whole) -> str:
     return f"{100.0 * part / whole:.2f}" if whole else "-"
-
-
-def text_table(head: list[str], rows: list[list[str]], left: set[int]) -> list[str]:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
-    fmt = lambda cells: "  ".join(c.ljust(w) if i in left else c.rjust(w)
-                                  for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
-    return [fmt(head), fmt(["-" * w for w in widths]), *map(fmt, rows)]
 
 
 def _header(con, sel: Selection, tot: dict) -> list[str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from analysis import profile
 from analysis.flamegraph import flamegraph_svg
+from analysis.kit import text_table
 
 
 # --- comparisons -----------------------------------------------------------------------------
@@ -55,7 +56,7 @@ def moved_lines(con, runs, top: int = 10) -> list[str]:
     table = [[s, d] + [x for i, v in enumerate(vals) for x in [f"{v:.2f}%"] + ([f"{v - vals[0]:+.2f} pp"] if i else [])]
              for s, d, vals in rows]
     return ["", f"symbols whose share of CPU time moved most (their profiles; the top {top} by absolute change "
-                "against the first run, pp: percentage points):", *profile.text_table(head, table, {0, 1})]
+                "against the first run, pp: percentage points):", *text_table(head, table, {0, 1})]
 
 
 def moved_html(con, runs, top: int = 10) -> str:

@@ -9,9 +9,10 @@ import sys
 import tomllib
 
 import experiments
-from analysis import timing as timing_summary
+from analysis import experiment_results, timing as timing_summary
 from analysis.rows import f as _f, hops_from_home, metrics as _metrics, mib as _mib
 from protocol import facts
+from timing import modes
 
 # The reclaim counters every reproducer reports (experiments/lib/
 # vmlab_facts.h), then the placement ones; labels where the name is terse.
@@ -27,6 +28,14 @@ LABELS = {
 PLACEMENT = ("zone_reclaim_failed", "numa_hit", "numa_miss", "numa_foreign", "numa_local", "numa_other",
              "numa_pages_migrated", "thp_fault_alloc", "thp_fault_fallback")
 VMSTAT_KEYS = [(k, LABELS.get(k, k)) for k in (*facts.RECLAIM_COUNTERS, *PLACEMENT)]
+
+
+def _total_mib(r) -> int:
+    """The machine's memory: every node's, CPU-less memory nodes' included (the row's topology)."""
+    from pathlib import Path
+
+    import topologies
+    return topologies.parse(r["topology_toml"], Path(f"{r['topology']}.toml")).total_memory_mib
 
 
 def dumps(obj) -> str:
@@ -140,10 +149,12 @@ def render(con, run_id: int) -> str:
     w(f"\n=== run {run_id}: {r['status'].upper()}  {r['topology']} / {r['experiment']}  ({wall}{boot})")
     if r["reason"]:
         w(f"reason:  {r['reason']}")
+    if head := modes.get(r["timing_mode"]).headline() if r["timing_mode"] in modes.NAMES else "":
+        w(f"NOTE:    {head}")
     # the row keeps the topology file as it was parsed for the run
     w(f"machine: {tomllib.loads(r['topology_toml']).get('description', '')}")
     w(f"         {r['nodes']} nodes ({r['topology_shape']}), {r['cpus']} CPUs, {r['memory_mib_per_node']} MiB/node "
-      f"= {r['nodes'] * r['memory_mib_per_node']} MiB, scale 1/{round(1 / r['scale'])}; guest {r['guest_isa']}"
+      f"= {_total_mib(r)} MiB, scale 1/{round(1 / r['scale'])}; guest {r['guest_isa']}"
       + (f" (native {r['native_isa']}, substituted)" if r["guest_isa"] != r["native_isa"] else "")
       + f"; topology sha256 {r['topology_sha256'][:12]}")
     w(f"kernel:  Linux {r['kernel_release']} ({r['kernel_source']}), patch set {r['patch_set']}, "
@@ -159,7 +170,7 @@ def render(con, run_id: int) -> str:
     _guest_view(con, run_id, r, w)
     # the experiment's own part (experiments/<name>/results.py): its figures
     # before the per-node table, its verdict after the reclaim counters
-    res = experiments.results(r["experiment"])
+    res = experiment_results.results(r["experiment"])
     res.figures(con, run_id, r, params, w)
     _nodes(con, run_id, r, params, w)
     _reclaim(con, run_id, w)

@@ -129,6 +129,10 @@ class Engine(abc.ABC):
         data_mib: the run's disks, which must fit the snapshot machine's."""
 
     @abc.abstractmethod
+    def loads_plugin(self) -> bool:
+        """Whether this engine can load the timing plugin (its API)."""
+
+    @abc.abstractmethod
     def models_disks(self, spec) -> bool:
         """Whether a disk model can make this run's disks complete in guest time."""
 
@@ -142,9 +146,10 @@ class Engine(abc.ABC):
         """What the engine's build is (a run key's part: a run on another build runs again)."""
 
     @abc.abstractmethod
-    def timeouts(self, spec, topo, run_s: float, slowdown: float) -> tuple[float, float]:
+    def timeouts(self, spec, topo, run_s: float, slowdown: float, boot_slowdown: float) -> tuple[float, float]:
         """(boot, run) wall-clock limits in seconds; run_s is the experiment's
-        own limit without the timing plugin, slowdown the timing mode's."""
+        own limit without the timing plugin; slowdown, boot_slowdown: the
+        timing mode's factors for the run and a boot."""
 
     @abc.abstractmethod
     def perturbation(self, seed: int, repeat: int) -> str:

@@ -121,13 +121,19 @@ def clock_model(topo, mode: str, quantum_ns: int, stalls: bool, vcpu_clocks: boo
 
 
 def numa_args(topo, hmat: bool = True) -> list[str]:
+    """One NUMA node per topology node, the SLIT and the HMAT. A CPU-less
+    memory node (a CXL expander) is a node with memory and no CPUs, whose
+    HMAT initiator is the socket it hangs off; the HMAT has a latency and a
+    bandwidth for every initiator (a node with CPUs) and target (every node),
+    from which Linux 6.7+ places a CPU-less node in its memory tier."""
     args = []
     for n in range(topo.nodes):
         cpus = topo.node_cpus(n)
-        args += ["-object", f"memory-backend-ram,id=mem{n},size={topo.memory_mib}M"]
-        node = f"node,nodeid={n},cpus={cpus[0]}-{cpus[-1]},memdev=mem{n}"
+        args += ["-object", f"memory-backend-ram,id=mem{n},size={topo.node_memory_mib(n)}M"]
+        node = (f"node,nodeid={n},cpus={cpus[0]}-{cpus[-1]},memdev=mem{n}" if cpus
+                else f"node,nodeid={n},memdev=mem{n}")
         if hmat:
-            node += f",initiator={n}"
+            node += f",initiator={topo.initiator(n)}"
         args += ["-numa", node]
     slit = topo.slit()
     for i in range(topo.nodes):
@@ -135,7 +141,7 @@ def numa_args(topo, hmat: bool = True) -> list[str]:
             if i != j:
                 args += ["-numa", f"dist,src={i},dst={j},val={slit[i][j]}"]
     if hmat:
-        for i in range(topo.nodes):
+        for i in range(topo.cpu_nodes):  # initiators: the nodes with CPUs
             for j in range(topo.nodes):
                 lat = round(topo.latency_ns(i, j))
                 bw = round(topo.bandwidth_gbps(i, j) * 1000)
@@ -161,7 +167,7 @@ def command_line(m: Machine, *, binary: Path, vcpu_clocks: bool = True) -> list[
            # qemu64: no RDRAND, whose host randomness would break determinism.
            "-cpu", "qemu64", "-m", f"{topo.total_memory_mib}M",
            # One socket per node: plain -smp N makes one socket spanning every node.
-           "-smp", f"{topo.cpus},sockets={topo.nodes},cores={topo.cpus_per_node},threads=1",
+           "-smp", f"{topo.cpus},sockets={topo.cpu_nodes},cores={topo.cpus_per_node},threads=1",
            *clock_args(topo, m.qemu_mode, m.quantum_ns, vcpu_clocks), "-no-reboot",
            "-kernel", str(m.kernel), "-initrd", str(m.initrd),
            "-append", ("console=ttyS0 panic=-1 nokaslr mitigations=off " + m.append).strip()]

@@ -42,6 +42,9 @@ class QemuEngine(Engine):
         why = snapshot.fits(topo, swap_mib, data_mib)
         return (None, why) if why else (QemuSnapshots(self), None)
 
+    def loads_plugin(self) -> bool:
+        return self._ours  # the plugin is built against the series' API
+
     def models_disks(self, spec) -> bool:
         return self._ours and spec.qemu_mode == "icount"  # the series' modeled disk keeps guest time
 
@@ -56,8 +59,8 @@ class QemuEngine(Engine):
     def build_key(self) -> str:
         return qemu_build.key() if self._ours else f"debian {qemu_build.debian_version()}"
 
-    def timeouts(self, spec, topo, run_s: float, slowdown: float) -> tuple[float, float]:
-        boot = spec.boot_timeout or qemu.boot_timeout_s(topo, spec.qemu_mode, slowdown)
+    def timeouts(self, spec, topo, run_s: float, slowdown: float, boot_slowdown: float) -> tuple[float, float]:
+        boot = spec.boot_timeout or qemu.boot_timeout_s(topo, spec.qemu_mode, boot_slowdown)
         return boot, spec.timeout or run_s * slowdown  # manifests time the guest without the plugin
 
     def perturbation(self, seed: int, repeat: int) -> str:

@@ -9,33 +9,32 @@
   (manifest.py) when loaded; resolve() refuses values the guest or the run
   could not take (limits.py).
 - <program>.c: the guest programs, linked with the guest library (lib/).
-- results.py (optional): the experiment's own tables (SCHEMA, versioned,
-  applied by analysis/db.py), their ingest from records, its part of the run
-  summary and its comparison figures. See experiments/memeater/results.py.
+- results.py (optional): the experiment's own tables (declared with
+  analysis/kit.py: TABLES, and their versioned SCHEMA steps, applied by
+  analysis/db.py), their ingest from records, its part of the run summary
+  and its comparison figures. See experiments/memeater/results.py.
 - plots.py (optional): its figures in the HTML report (FIGURES, PLACE,
   ORDER; read by analysis/plots.py). See experiments/memeater/plots.py.
+Those two are results-stage code kept in the experiment's folder: this
+package never imports them; analysis/experiment_results.py loads them by
+name and states results.py's protocol.
 
 The modules here, lowest first (each imports only modules above it):
 - errors.py: ExperimentError (a leaf, raised by all the others)
 - expr.py: the expression language of sizes, bounds and checks
 - limits.py: what the guest or the run cannot take
 - manifest.py: the manifest's schema and its typed parameters (Param)
-- this file: the registry (available, load, results_module, plots_module),
-  an Experiment resolved against a topology into a Plan, and the names
-  callers use as experiments.X
-- facts.py, records.py: the protocol of guest, host and model (they import
-  nothing of vmlab but each other; see tests/test_import_direction.py)
+- metrics.py: the figures a manifest declares (unit, direction, aggregation)
+- this file: the registry (available, load), an Experiment resolved against
+  a topology into a Plan, and the names callers use as experiments.X
 """
 from __future__ import annotations
 
-import functools
-import importlib
 import math
 import shlex
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 
 from experiments.errors import ExperimentError
 from experiments.expr import evaluate
@@ -65,7 +64,6 @@ from experiments.manifest import (  # noqa: F401  (re-exported)
     shown,
 )
 from experiments.metrics import Metric, find, parse_metrics
-from experiments.results_hooks import ResultsHooks, hooks
 
 HERE = Path(__file__).resolve().parent
 LIB = HERE / "lib"  # the guest library: vmlab.h, vmlab_facts.h and the .c files of libvmlab.a
@@ -102,12 +100,6 @@ class Experiment:
     @property
     def summary(self) -> str:
         return self.manifest.get("summary", "")
-
-    @property
-    def results(self) -> ModuleType | None:
-        """experiments/<name>/results.py, or None if the experiment keeps
-        only the core's tables."""
-        return results_module(self.name)
 
     def resolve(self, topo, overrides: dict[str, str], source: str = "--param") -> Plan:
         """Parameters + topology -> the concrete values the guest gets."""
@@ -184,39 +176,6 @@ class Plan:
 
 def available() -> list[str]:
     return sorted(p.parent.name for p in HERE.glob("*/manifest.toml"))
-
-
-def results_module(name: str) -> ModuleType | None:
-    """experiments/<name>/results.py, or None: no such experiment (a name
-    read back from a database may be one this checkout lacks) or one with
-    only the core's tables."""
-    if not name.isidentifier() or not (HERE / name / "manifest.toml").is_file() \
-            or not (HERE / name / "results.py").is_file():
-        return None
-    return importlib.import_module(f"experiments.{name}.results")
-
-
-def plots_module(name: str) -> ModuleType | None:
-    """experiments/<name>/plots.py (its report figures, run by
-    analysis/plots.py), or None: no such experiment or one without figures
-    of its own."""
-    if not name.isidentifier() or not (HERE / name / "manifest.toml").is_file() \
-            or not (HERE / name / "plots.py").is_file():
-        return None
-    return importlib.import_module(f"experiments.{name}.plots")
-
-
-def all_results() -> dict[str, ModuleType]:
-    """Every experiment's results module: the schema machinery applies
-    their SCHEMA to every database."""
-    return {n: m for n in available() if (m := results_module(n)) is not None}
-
-
-@functools.cache  # a module's hooks do not change: checked once, not per figure
-def results(name: str) -> ResultsHooks:
-    """experiments/<name>/results.py through its declared protocol
-    (experiments/results_hooks.py): every hook there, a default for the rest."""
-    return hooks(name, results_module(name))
 
 
 def common_params() -> dict[str, Param]:

@@ -1,5 +1,14 @@
-"""Guest kernels: Debian's linux-source-6.1 + a committed config fragment
-(+ flavor) + a named patch set, built out of tree with ccache.
+"""Guest kernels: a kernel line's Debian source package (linux-source-6.1,
+or linux-source-6.12) + a committed config fragment (+ the line's own, +
+flavor) + a named patch set, built out of tree with ccache.
+
+A kernel is named by its patch set, optionally with a line after `@`:
+`vanilla` (the default line, 6.1), `vanilla@6.12`, `zone-reclaim-auto@6.1`.
+The line travels inside the patch set's name, so every place a kernel is
+named (--kernel a,b comparisons, studies, the run row's patch_set, the
+build's arguments) carries it unchanged; `set@6.1` is the same kernel as
+`set` (same key, same artifact). A patch set says which lines it applies to
+(`lines:` in its series; a set without one was written for 6.1).
 
 An artifact lives under the cache in a directory named by the hash of
 everything that decides its content (source package version, fragments,
@@ -32,6 +41,35 @@ SOURCE_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
 # Bump when the recipe below changes what a build produces.
 RECIPE_VERSION = "1"
 
+
+@dataclass(frozen=True)
+class Line:
+    """A kernel line: the Debian source package its kernels are built from
+    (bootstrap/apt-packages.txt installs it), the guest ISAs it builds, and
+    its own config fragment on top of the arch's (images/kernel/<arch>-<line>.config,
+    when the line needs one)."""
+    name: str
+    package: str
+    tarball: Path
+    arches: tuple[str, ...]
+
+
+LINES = {
+    "6.1": Line("6.1", SOURCE_PACKAGE, SOURCE_TARBALL, ("x86_64", "alpha")),
+    # Memory tiers from HMAT (abstract distance of CPU-less nodes, 6.7+;
+    # memory_tier_late_init for nodes without CPUs, 6.10+). x86_64 only: the
+    # Alpha build fixes (images/kernel/arch-fixes/alpha) are for 6.1.
+    "6.12": Line("6.12", "linux-source-6.12", Path("/usr/src/linux-source-6.12.tar.xz"), ("x86_64",)),
+}
+DEFAULT_LINE = "6.1"
+LINE_SEP = "@"
+
+
+def split_kernel(name: str) -> tuple[str, str]:
+    """'set' or 'set@line' -> (set, line); the line is DEFAULT_LINE when not named."""
+    base, sep, line = name.partition(LINE_SEP)
+    return base, (line if sep else DEFAULT_LINE)
+
 ARCHES = {
     "x86_64": {"make_arch": "x86_64", "cross": "", "image": "arch/x86/boot/bzImage", "target": "bzImage"},
     # QEMU's clipper loads the ELF vmlinux itself (its PALcode comes with QEMU).
@@ -55,10 +93,25 @@ class CompileError(BuildError):
 class Variant:
     arch: str = "x86_64"
     flavor: str = "default"
-    patchset: str = "vanilla"
+    patchset: str = "vanilla"   # a patch set, optionally `@line` (split_kernel)
 
     def label(self) -> str:
         return f"{self.arch}/{self.flavor}/{self.patchset}"
+
+    @property
+    def set(self) -> str:
+        """The patch set without its line."""
+        return split_kernel(self.patchset)[0]
+
+    @property
+    def line(self) -> str:
+        return split_kernel(self.patchset)[1]
+
+    @property
+    def tree(self) -> str:
+        """The shared source and build tree of its arch x flavor (x line):
+        `x86_64-default` for the default line, as before lines existed."""
+        return f"{self.arch}-{self.flavor}" + ("" if self.line == DEFAULT_LINE else f"{LINE_SEP}{self.line}")
 
 
 def check_variant(v: Variant) -> None:
@@ -66,17 +119,44 @@ def check_variant(v: Variant) -> None:
         raise BuildError(f"--arch: expected one of {', '.join(ARCHES)}, got {v.arch!r}")
     if v.flavor not in FLAVORS:
         raise BuildError(f"--flavor: expected one of {', '.join(FLAVORS)}, got {v.flavor!r}")
-    if v.patchset != "vanilla" and not (PATCHES / v.patchset / "series").is_file():
+    name, line = split_kernel(v.patchset)
+    if line not in LINES:
+        raise BuildError(f"--kernel: expected a kernel line after '{LINE_SEP}' in {v.patchset!r}: one of "
+                         f"{', '.join(LINES)} (images/kernel.py LINES), got {line!r}")
+    if v.arch not in LINES[line].arches:
+        raise BuildError(f"--kernel: kernel line {line} builds {', '.join(LINES[line].arches)} guests, not "
+                         f"{v.arch} (this topology's guest_isa), got {v.patchset!r}")
+    if name != "vanilla" and not (PATCHES / name / "series").is_file():
         known = ", ".join(patchsets())
-        raise BuildError(f"--kernel: expected a patch set under images/patches/ ({known}), got {v.patchset!r}")
+        raise BuildError(f"--kernel: expected a patch set under images/patches/ ({known}), optionally with "
+                         f"{LINE_SEP}LINE ({', '.join(LINES)}), got {v.patchset!r}")
+    if line not in set_lines(name):
+        f = PATCHES / name / "series"
+        raise BuildError(f"{f}: field 'lines': patch set {name} applies to kernel line(s) "
+                         f"{', '.join(set_lines(name))}, not {line} (asked: {v.patchset!r})")
 
 
 def patchsets() -> list[str]:
     return sorted({"vanilla"} | {p.parent.name for p in PATCHES.glob("*/series")})
 
 
+def set_lines(patchset: str) -> list[str]:
+    """The kernel lines a set's patches are written for: its series' `lines:`
+    (e.g. `lines: 6.1 6.12`); a set without one was written for 6.1, and the
+    empty set `vanilla` applies to every line."""
+    name = split_kernel(patchset)[0]
+    f = PATCHES / name / "series"
+    if name == "vanilla" and not f.exists():
+        return list(LINES)
+    for line in f.read_text().splitlines():
+        if line.strip().startswith("lines:"):
+            return line.split("#", 1)[0].split(":", 1)[1].split()
+    return [DEFAULT_LINE]
+
+
 def series(patchset: str) -> list[Path]:
-    """The ordered patches of a set; `vanilla` is the empty set."""
+    """The ordered patches of a set (a `set@line` name: its set's); `vanilla` is the empty set."""
+    patchset = split_kernel(patchset)[0]
     f = PATCHES / patchset / "series"
     if patchset == "vanilla" and not f.exists():
         return []
@@ -87,7 +167,7 @@ def _read_series(f: Path) -> list[Path]:
     out = []
     for n, line in enumerate(f.read_text().splitlines(), 1):
         line = line.split("#", 1)[0].strip()
-        if not line:
+        if not line or line.startswith("lines:"):
             continue
         p = f.parent / line
         if not p.is_file():
@@ -108,40 +188,57 @@ def components(patchset: str) -> list[str]:
     return names
 
 
-def arch_fixes(arch: str) -> list[Path]:
-    """The arch's own fix series (empty for most arches)."""
+def arch_fixes(arch: str, line: str = DEFAULT_LINE) -> list[Path]:
+    """The arch's own fix series (empty for most arches), for the default
+    line (the only line the arches with fixes build)."""
     f = ARCH_FIXES / arch / "series"
-    return _read_series(f) if f.is_file() else []
+    return _read_series(f) if f.is_file() and line == DEFAULT_LINE else []
 
 
 def all_patches(v: Variant) -> list[Path]:
-    return series(v.patchset) + arch_fixes(v.arch)
+    return series(v.patchset) + arch_fixes(v.arch, v.line)
 
 
 def fragments(v: Variant) -> list[Path]:
+    """The arch's fragment, the line's own on top (where the line has one),
+    then the flavor's; a later fragment's value wins (check_config)."""
     frags = [KDIR / f"{v.arch}.config"]
+    own = KDIR / f"{v.arch}-{v.line}.config"
+    if v.line != DEFAULT_LINE and own.is_file():
+        frags.append(own)
     if v.flavor != "default":
         frags.append(KDIR / f"{v.flavor}.config")
     return frags
 
 
 @functools.cache  # key() asks on every call; dpkg-query is a process
-def source_version() -> str:
-    """Debian package version of linux-source-6.1 (e.g. 6.1.192-2)."""
+def source_version(line: str = DEFAULT_LINE) -> str:
+    """Debian package version of the line's source package (e.g. 6.1.192-2)."""
+    pkg, tarball = LINES[line].package, LINES[line].tarball
     try:
-        out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", SOURCE_PACKAGE],
+        out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg],
                              capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         out = ""
-    if not out or not SOURCE_TARBALL.is_file():
-        raise BuildError(f"kernel source missing: install it with `apt-get install {SOURCE_PACKAGE}`")
+    if not out or not tarball.is_file():
+        raise BuildError(f"kernel source missing: install it with `apt-get install {pkg}` (or ./run.py, whose "
+                         f"bootstrap installs bootstrap/apt-packages.txt)")
     return out
 
 
+def _version(line: str) -> str:
+    # the default line asks with no argument (tests stand a fake in for source_version())
+    return source_version() if line == DEFAULT_LINE else source_version(line)
+
+
 def key(v: Variant) -> str:
+    """The hash of everything that decides the kernel. The default line's
+    text is exactly what it was before lines existed (its set's name without
+    `@6.1`), so every 6.1 kernel, snapshot and run key stays as it was."""
+    ln = LINES[v.line]
     h = hashlib.sha256()
-    h.update(f"recipe {RECIPE_VERSION}\nsource {SOURCE_PACKAGE} {source_version()} "
-             f"{SOURCE_TARBALL.stat().st_size}\n{v.arch} {v.flavor} {v.patchset}\n".encode())
+    h.update(f"recipe {RECIPE_VERSION}\nsource {ln.package} {_version(v.line)} "
+             f"{ln.tarball.stat().st_size}\n{v.arch} {v.flavor} {v.set}\n".encode())
     for f in fragments(v) + all_patches(v):
         h.update(f"{f.name}\n".encode())
         h.update(f.read_bytes())
@@ -149,13 +246,15 @@ def key(v: Variant) -> str:
 
 
 def artifact_dir(cache: Path, v: Variant) -> Path:
-    return cache / "kernels" / f"{v.arch}-{v.flavor}-{v.patchset}-{key(v)[:16]}"
+    name = v.set if v.line == DEFAULT_LINE else f"{v.set}{LINE_SEP}{v.line}"
+    return cache / "kernels" / f"{v.arch}-{v.flavor}-{name}-{key(v)[:16]}"
 
 
 # --- build steps -------------------------------------------------------------
-def pristine_source(cache: Path) -> Path:
-    ver = source_version()
-    dst = cache / "src" / f"{SOURCE_PACKAGE}_{ver}"
+def pristine_source(cache: Path, line: str = DEFAULT_LINE) -> Path:
+    ver = _version(line)
+    pkg, tarball = LINES[line].package, LINES[line].tarball
+    dst = cache / "src" / f"{pkg}_{ver}"
     if (dst / "Makefile").is_file():
         return dst
     dst.parent.mkdir(parents=True, exist_ok=True)
@@ -167,8 +266,8 @@ def pristine_source(cache: Path) -> Path:
         tmp = dst.with_name(dst.name + ".partial")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        print(f"  kernel: unpacking {SOURCE_TARBALL} ...", flush=True)
-        subprocess.run(["tar", "-xf", str(SOURCE_TARBALL), "-C", str(tmp), "--strip-components=1"], check=True)
+        print(f"  kernel: unpacking {tarball} ...", flush=True)
+        subprocess.run(["tar", "-xf", str(tarball), "-C", str(tmp), "--strip-components=1"], check=True)
         tmp.rename(dst)
     return dst
 
@@ -197,8 +296,8 @@ def work_source(cache: Path, v: Variant) -> Path:
     mtimes, so make rebuilds them), then applies the new series. Callers
     hold the arch x flavor lock (build()).
     """
-    base = pristine_source(cache)
-    work = cache / "work" / f"{v.arch}-{v.flavor}"
+    base = pristine_source(cache, v.line)
+    work = cache / "work" / v.tree
     state_f = work / ".vmlab-applied"
     if not state_f.is_file():
         tmp = work.with_name(work.name + ".partial")
@@ -214,7 +313,7 @@ def work_source(cache: Path, v: Variant) -> Path:
     patches = all_patches(v)  # the set's series, then the arch's fixes
     if state.get("source") != base.name:
         raise BuildError(f"{work}: built from {state.get('source')}, not {base.name}; remove it and rebuild")
-    if state["patchset"] == v.patchset and state.get("series") == _series_hash(patches):
+    if state["patchset"] == v.set and state.get("series") == _series_hash(patches):
         return work
     for rel in state["files"]:  # back to pristine, with a new mtime
         dst = work / rel
@@ -240,7 +339,7 @@ def work_source(cache: Path, v: Variant) -> Path:
             where = f"arch fixes {v.arch}" if p.parent.parent == ARCH_FIXES else f"patch set {v.patchset}"
             raise BuildError(f"{where}: {p.name} does not apply: "
                              f"{'; '.join(hunks) or r.stdout.strip()[-300:]}\n{rej}")
-    state_f.write_text(json.dumps({**state, "patchset": v.patchset, "files": files,
+    state_f.write_text(json.dumps({**state, "patchset": v.set, "files": files,
                                    "series": _series_hash(patches)}))
     return work
 
@@ -250,21 +349,26 @@ def _series_hash(patches: list[Path]) -> str:
 
 
 def check_config(config: Path, frags: list[Path]) -> None:
-    """Every symbol a fragment sets must survive Kconfig's dependency solver."""
+    """Every symbol a fragment sets must survive Kconfig's dependency solver;
+    a symbol set again by a later fragment (a line's own) is checked at its
+    last value, as the merged fragment gives it to Kconfig."""
     have = {}
     for line in config.read_text().splitlines():
         m = re.match(r"(CONFIG_\w+)=(.*)", line) or re.match(r"# (CONFIG_\w+) is not set", line)
         if m:
             have[m.group(1)] = m.group(2) if m.lastindex == 2 else "n"
+    wanted: dict[str, tuple[str, Path, int]] = {}
     for f in frags:
         for n, line in enumerate(f.read_text().splitlines(), 1):
             m = re.match(r"(CONFIG_\w+)=(.*)", line.strip())
-            if not m:
-                continue
-            want, got = m.group(2), have.get(m.group(1), "n")
-            if want != got:
-                raise BuildError(f"{f}: line {n}: {m.group(1)}={want} was not taken by Kconfig "
-                                 f"(final .config has {got}); a dependency is missing from the fragment")
+            if m:
+                wanted.pop(m.group(1), None)  # re-inserted: checked in the order of its last setting
+                wanted[m.group(1)] = (m.group(2), f, n)
+    for sym, (want, f, n) in wanted.items():
+        got = have.get(sym, "n")
+        if want != got:
+            raise BuildError(f"{f}: line {n}: {sym}={want} was not taken by Kconfig "
+                             f"(final .config has {got}); a dependency is missing from the fragment")
 
 
 def _merged_fragment(frags: list[Path], dst: Path) -> Path:
@@ -278,7 +382,7 @@ def build(cache: Path, v: Variant, jobs: int | None = None) -> Path:
     out = artifact_dir(cache, v)
     if (out / "meta.json").is_file():
         return out
-    lockf = cache / "work" / f"{v.arch}-{v.flavor}.lock"
+    lockf = cache / "work" / f"{v.tree}.lock"
     lockf.parent.mkdir(parents=True, exist_ok=True)
     with open(lockf, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one build per arch x flavor tree at a time
@@ -292,7 +396,7 @@ def _build_locked(cache: Path, v: Variant, out: Path, jobs: int | None, lock_fd:
     outright leaves no make writing the tree unlocked beside the next build."""
     a = ARCHES[v.arch]
     src = work_source(cache, v)
-    bdir = cache / "build" / f"{v.arch}-{v.flavor}"
+    bdir = cache / "build" / v.tree
     bdir.mkdir(parents=True, exist_ok=True)
     frags = fragments(v)
     allconfig = _merged_fragment(frags, bdir / "vmlab-fragment.config")
@@ -314,7 +418,7 @@ def _build_locked(cache: Path, v: Variant, out: Path, jobs: int | None, lock_fd:
     jobs = jobs or os.cpu_count() or 1
     stats_file = cache / "kernels" / "stats.json"
     stats = json.loads(stats_file.read_text()) if stats_file.is_file() else {}
-    expected = stats.get(f"{v.arch}-{v.flavor}", 0)
+    expected = stats.get(v.tree, 0)
     compiled = 0
     last = 0.0
     with open(log, "a") as lf:
@@ -335,7 +439,7 @@ def _build_locked(cache: Path, v: Variant, out: Path, jobs: int | None, lock_fd:
         raise CompileError(f"kernel {v.label()}: build failed, see {log}\n{tail}")
     release = subprocess.run(make + ["-s", "kernelrelease"], env=env, capture_output=True, text=True).stdout.strip()
     if compiled > 50:  # a full build; a small incremental one says nothing about the total
-        stats[f"{v.arch}-{v.flavor}"] = compiled
+        stats[v.tree] = compiled
     stats_file.parent.mkdir(parents=True, exist_ok=True)
     stats_file.write_text(json.dumps(stats))
     tmp = out.with_name(out.name + ".partial")
@@ -345,10 +449,10 @@ def _build_locked(cache: Path, v: Variant, out: Path, jobs: int | None, lock_fd:
     shutil.copy2(bdir / "System.map", tmp / "System.map")
     shutil.copy2(bdir / ".config", tmp / "config")
     meta = {
-        "arch": v.arch, "flavor": v.flavor, "patchset": v.patchset,
+        "arch": v.arch, "flavor": v.flavor, "patchset": v.patchset, "line": v.line,
         "patches": [p.name for p in series(v.patchset)], "components": components(v.patchset),
-        "arch_fixes": [p.name for p in arch_fixes(v.arch)],
-        "source_package": f"{SOURCE_PACKAGE} {source_version()}", "release": release,
+        "arch_fixes": [p.name for p in arch_fixes(v.arch, v.line)],
+        "source_package": f"{LINES[v.line].package} {_version(v.line)}", "release": release,
         "config_sha256": hashlib.sha256((bdir / ".config").read_bytes()).hexdigest(),
         "kernel_sha256": hashlib.sha256((bdir / a["image"]).read_bytes()).hexdigest(),
         "key": key(v), "build_s": round(time.time() - t0, 1), "files_compiled": compiled,

@@ -38,6 +38,7 @@ class Prepared:
     key: str
     snaps: Snapshots | None = None  # the engine's snapshots, when the run restores the machine's
     boot_reason: str | None = None  # why a run boots (--boot, an engine or guest without snapshots)
+    mode_reason: str = ""           # why --timing auto is a functional run here
 
     @property
     def start(self) -> str:
@@ -57,7 +58,9 @@ def prepare(spec: RunSpec) -> Prepared:
         if spec.flavor not in kernel.FLAVORS:
             raise kernel.BuildError(f"--flavor: expected one of {', '.join(kernel.FLAVORS)}, got {spec.flavor!r}")
         engine = engines.get(spec.engine)
-        mode = modes.get(spec.timing)
+        mode, mode_why = modes.resolve(spec.timing, spec.qemu_mode, engine.loads_plugin())
+        if mode.name != spec.timing:  # auto, resolved: the run is keyed and recorded as the mode it runs
+            spec = RunSpec(**{**spec.__dict__, "timing": mode.name})
         quantum = engine.check(spec, mode.loads_plugin)
         for name in ("timeout", "boot_timeout"):
             v = getattr(spec, name)
@@ -81,7 +84,7 @@ def prepare(spec: RunSpec) -> Prepared:
     key = run_key(spec, topo.sha256, plan.all_values, disk_model.label() if disk_model else spec.disk,
                   "restored" if snaps else "booted", buildkeys.build_keys(engine, mode, exp, variant),
                   mode.key(spec))
-    return Prepared(spec, topo, exp, plan, variant, engine, mode, disk_model, key, snaps, why)
+    return Prepared(spec, topo, exp, plan, variant, engine, mode, disk_model, key, snaps, why, mode_why)
 
 
 def disk_mib(plan, topo) -> tuple[int, int]:
@@ -116,7 +119,8 @@ def limitations(prep: Prepared) -> str:
                                            *guest_disks(prep.plan, topo, restored), restored)
     model_start = (f" and the timing model's caches warmed over its first {spec.warmup_insns:,} instructions "
                    "(not counted)" if spec.warmup_insns else mode.cold_start())
-    return "; ".join([*topo.limitations(), mode.limitation(topo, mode.stalls_reach_guest(spec)),
+    functional = [f"--timing auto ran functional: {prep.mode_reason}"] if prep.mode_reason else []
+    return "; ".join([*topo.limitations(), *functional, mode.limitation(topo, mode.stalls_reach_guest(spec)),
                       *prep.engine.limitations(spec, topo, core_charges=mode.core_charges(spec, topo),
                                                host_disks=host_disks, restored=restored, model_start=model_start),
                       *disk_claims])

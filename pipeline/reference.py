@@ -179,11 +179,12 @@ def schema_page() -> str:
         parts = con.execute("SELECT part, version FROM schema_parts ORDER BY part").fetchall()
         cols = {name: _columns(con, name) for name in kinds}
         con.close()
-    tables = [n for n in meta.TABLES if kinds.get(n) == "table"] + \
-        sorted(n for n, k in kinds.items() if k == "table" and n not in meta.TABLES)
-    views = [n for n in meta.VIEWS if kinds.get(n) == "view"] + \
-        sorted(n for n, k in kinds.items() if k == "view" and n not in meta.VIEWS)
-    described = lambda n: meta.TABLES[n][0] if n in meta.TABLES else meta.VIEWS.get(n, "")
+    all_tables, all_views = meta.tables(), meta.views()  # the core's and each experiment's own
+    tables = [n for n in all_tables if kinds.get(n) == "table"] + \
+        sorted(n for n, k in kinds.items() if k == "table" and n not in all_tables)
+    views = [n for n in all_views if kinds.get(n) == "view"] + \
+        sorted(n for n, k in kinds.items() if k == "view" and n not in all_views)
+    described = lambda n: all_tables[n][0] if n in all_tables else all_views.get(n, "")
     out = ["# The results database", "", HEADER,
            f"Every table and view of a new results database (`results.db`, SQLite), as `analysis.db.connect` "
            f"migrates it: core schema version {version} (`PRAGMA user_version`) and each experiment's own "
@@ -198,7 +199,7 @@ def schema_page() -> str:
     for heading, names in (("Tables", tables), ("Views", views)):
         out += [f"## {heading}", ""]
         for n in names:
-            meanings = meta.TABLES[n][1] if n in meta.TABLES else {}
+            meanings = all_tables[n][1] if n in all_tables else {}
             out += [f"### {n}", "", _md(described(n)) or "(no description in analysis/datasette_metadata.py)", "",
                     "| column | type | constraints | meaning |", "|---|---|---|---|"]
             out += [f"| `{c}` | {t} | {_md(notes)} | {_md(meanings.get(c, ''))} |" for c, t, notes in cols[n]]
@@ -293,6 +294,22 @@ def _latency(t) -> str:
     return f"{t.local_latency_ns:g} ns, +{t.hop_latency_ns:g} ns a hop (at most {_n(t.max_hops(), 'hop')})"
 
 
+def _memory_nodes(t) -> list[str]:
+    """A line per CPU-less memory node (none for a machine without them)."""
+    out = []
+    for n, m in enumerate(t.memory_nodes, t.cpu_nodes):
+        at = t.initiator(n)
+        where = f"socket {m.attach}" if isinstance(m.attach, int) else f"switch {m.attach}"
+        out.append(f"- CPU-less memory node {n} on {where}: {_mib(m.memory_mib)} standing for {m.real_memory_gib:g} "
+                   f"GB; its link +{m.link_latency_ns:g} ns, {m.link_bandwidth_gbps:g} GB/s; its device "
+                   f"{m.bandwidth_gbps:g} GB/s; from node {at}: {t.latency_ns(at, n):g} ns, "
+                   f"{t.bandwidth_gbps(at, n):g} GB/s")
+    for sw in t.switches:
+        out.append(f"- switch {sw.name} shared by sockets {', '.join(map(str, sw.attach))}: a port +"
+                   f"{sw.link_latency_ns:g} ns, {sw.link_bandwidth_gbps:g} GB/s")
+    return out
+
+
 def topologies_page() -> str:
     import topologies
     topos = [topologies.parse((topologies.HERE / f"{n}.toml").read_text(), topologies.HERE / f"{n}.toml")
@@ -308,7 +325,8 @@ def topologies_page() -> str:
            "| load-to-use: local, per hop | disk |", "|---|---|---|---|---|---|---|---|---|---|"]
     for t in topos:
         disk = f"`{t.disk}`" + (" (the default)" if t.disk_default else "")
-        out.append(f"| [{t.name}](#{t.name}) | {t.shape()} | {t.nodes} | {t.cpus} ({t.cpus_per_node} a node) | "
+        nodes = f"{t.nodes} ({len(t.memory_nodes)} CPU-less)" if t.memory_nodes else f"{t.nodes}"
+        out.append(f"| [{t.name}](#{t.name}) | {t.shape()} | {nodes} | {t.cpus} ({t.cpus_per_node} a node) | "
                    f"{_mib(t.memory_mib)} ({t.real_memory_gib:g} GB, scale 1/{1 / t.scale:g}) | "
                    f"{_mib(t.total_memory_mib)} | {t.native_isa} / {t.guest_isa} | {t.clock_ghz:g} GHz | "
                    f"{_latency(t)} | {disk} |")
@@ -321,6 +339,7 @@ def topologies_page() -> str:
                 f"{t.pause_cycles} cycle{'s' if t.pause_cycles != 1 else ''}",
                 f"- memory: load-to-use {_latency(t)}; {t.memory_bandwidth_gbps:g} GB/s a node"
                 + (f", {t.link_bandwidth_gbps:g} GB/s a link" if t.nodes > 1 else ""),
+                *_memory_nodes(t),
                 "- caches: " + ", ".join(f"{c.name} {c.size_kib:g} KiB {c.ways}-way {c.latency_cycles} cycles"
                                           for c in t.caches),
                 f"- disk: `{t.disk}`" + (" (the file names none: its native ISA's default)" if t.disk_default else ""),

@@ -39,7 +39,7 @@ class RunSpec:
     quantum_ns: float = 1000
     engine: str = "vmlab"
     disk: str | None = None                     # a disks.toml model, 'host', or the topology's
-    timing: str = "off"
+    timing: str = "auto"                        # detailed where it can run, else off (timing/modes.py resolve)
     no_stalls: bool = False
     no_hmat: bool = False
     no_profile: bool = False                    # the plugin keeps no profile (it changes no guest figure: not keyed)
@@ -95,9 +95,9 @@ def run_key(spec: RunSpec, topology_sha256: str, resolved_params: dict, disk_lab
     (pipeline/buildkeys.build_keys); timing_key: the timing mode's part
     (timing/modes.py TimingMode.key), of the mode spec.timing names when
     not given."""
-    if timing_key is None:
+    if timing_key is None:  # auto keys as the mode it resolves to where it can run (prepare resolves it)
         from timing import modes
-        timing_key = modes.get(spec.timing).key(spec)
+        timing_key = modes.resolve(spec.timing, spec.qemu_mode, spec.engine == "vmlab")[0].key(spec)
     what = {
         "v": KEY_VERSION,
         "topology_sha256": topology_sha256,

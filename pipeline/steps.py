@@ -89,7 +89,8 @@ class Run:
             (rdir / "timing.conf").write_text(conf.text(topo))
             self.plugin = (self.built.plugin, rdir / "timing.conf")
         self.inv = self._invocation(machine)
-        self.boot_to, self.run_to = prep.engine.timeouts(spec, topo, prep.plan.timeout_s, prep.mode.slowdown)
+        self.boot_to, self.run_to = prep.engine.timeouts(spec, topo, prep.plan.timeout_s, prep.mode.slowdown,
+                                                         prep.mode.boot_slowdown)
         self.id = db.start_run(self.con, self._row())
         print(f"run {self.id}: {topo.name} ({topo.shape()}, {topo.cpus} CPUs, {topo.memory_mib} MiB/node), "
               f"kernel {prep.variant.patchset}, {prep.exp.name} {prep.plan.command!r}, {self.inv.label}, "

@@ -12,7 +12,9 @@ from tests.e2e import db, vmlab
 pytestmark = pytest.mark.boot
 # 6 chunks of 32 MiB into a 256 MiB guest with a 128 MiB swap disk: memory
 # pressure on a native Alpha guest, small enough for CI.
-ALPHA = ["--topology", "es-clipper-4", "--exp", "memeater", "--param", "chunk_frac=0.125,chunks=6,cycles=2"]
+# functional runs: what these tests check (boot, swap, restore) is not the model's (--timing off)
+ALPHA = ["--topology", "es-clipper-4", "--exp", "memeater", "--param", "chunk_frac=0.125,chunks=6,cycles=2",
+         "--timing", "off"]
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +84,7 @@ def test_alpha_qsbench_above_ram_swaps_to_the_disk_and_finishes(vmlab_env, tmp_p
     swap-out of more than 128 pages was retried forever (BLK_STS_RESOURCE)
     until the disk stopped offering more segments (engine/qemu.py disks()).
     The issue's own case: qsbench at 1.1x RAM on es-clipper-4, SCSI disk model."""
-    r = vmlab(vmlab_env, tmp_path, "-t", "es-clipper-4", "-e", "qsbench", "-p", "mem_frac=1.1")
+    r = vmlab(vmlab_env, tmp_path, "-t", "es-clipper-4", "-e", "qsbench", "-p", "mem_frac=1.1", "--timing", "off")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     c = db(tmp_path)
     run = c.execute("SELECT status, disk_model, command_line FROM runs").fetchone()

@@ -15,7 +15,6 @@ def run(args, tmp):
     (["--param", "chunkz=3"], "unknown parameter 'chunkz'"),
     (["--param", "cycles=x"], "'cycles': expected int"),
     (["--kernel", "nosuch-patches"], "patch set"),
-    (["--no-stalls"], "--no-stalls: only with --timing detailed"),  # --timing off is the default
     (["--no-stalls", "--timing", "off"], "--no-stalls: only with --timing detailed"),
     (["--no-stalls", "--timing", "fast"], "--no-stalls: only with --timing detailed"),
 ])

@@ -53,9 +53,9 @@ def test_a_database_from_before_experiments_owned_their_tables_ends_like_a_new_o
     fresh = db.connect(tmp_path / "new.db")
     assert _schema(migrated) == _schema(fresh)
     assert {"chunk_times", "qsbench_procs", "kvio_levels", "v_timing_chunks"} <= set(_schema(fresh))
-    import experiments
+    from analysis import experiment_results
     parts = dict(fresh.execute("SELECT part, version FROM schema_parts"))
-    assert parts == {f"experiment {n}": len(m.SCHEMA) for n, m in experiments.all_results().items()
+    assert parts == {f"experiment {n}": len(m.SCHEMA) for n, m in experiment_results.all_results().items()
                      if getattr(m, "SCHEMA", None)}
     assert parts == dict(migrated.execute("SELECT part, version FROM schema_parts"))
 

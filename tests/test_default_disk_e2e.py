@@ -22,7 +22,7 @@ def test_two_restored_runs_on_a_topology_without_a_disk_repeat_exactly(vmlab_env
     assert "[disk]" not in TOPO.read_text()
     # three sorting processes on six CPUs; swap and job disks on the default model (the array fits in
     # memory, so qsbench's own sanity line, which expects swapping, says FAILED: not what is checked here)
-    cmd = vmlab_cmd(tmp_path, "-t", str(TOPO), "-e", "qsbench", "-p", "mem_frac=0.1,procs=3")
+    cmd = vmlab_cmd(tmp_path, "-t", str(TOPO), "-e", "qsbench", "-p", "mem_frac=0.1,procs=3", "--timing", "off")
     procs = [subprocess.Popen(cmd, env=vmlab_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for _ in range(2)]
     outs = [p.communicate()[0] for p in procs]

@@ -18,6 +18,7 @@ from tests.e2e import REPO, db, vmlab, vmlab_cmd
 # the images are built from one cold cache; elsewhere the user's cache keeps
 # local runs quick).
 SMALL = ["--topology", "gs1280-8", "--exp", "memeater", "--param", "chunks=6,cycles=2"]
+OFF = ["--timing", "off"]  # the tests of a run's life (hangs, Ctrl-C, concurrency): functional runs
 
 
 @pytest.mark.engine
@@ -43,6 +44,8 @@ def test_guest_sees_the_torus_and_records_land(small_run):
     c = db(tmp)
     run = c.execute("SELECT * FROM runs").fetchone()
     assert run["status"] == "ok" and not run["reason"]
+    # the default is the accurate machine: priced in detail, no functional-run note
+    assert run["timing_mode"] == "detailed" and "NOTE:" not in r.stdout
     topo = T.load("gs1280-8")
     # the guest saw 8 nodes with exactly the SLIT derived from the 2x4 torus
     assert c.execute("SELECT COUNT(*) FROM guest_nodes WHERE run_id = ?", (run["id"],)).fetchone()[0] == 8
@@ -92,7 +95,7 @@ def test_icount_runs_with_zram_swap_are_deterministic(vmlab_env, tmp_path):
     other)."""
     args = ["--topology", str(REPO / "tests" / "data" / "x86-2s-small.toml"), "--exp", "memeater",
             "--param", "chunks=9,cycles=2,swap=zram,swap_frac=1.0"]
-    procs = [subprocess.Popen(vmlab_cmd(tmp_path, *args), env=vmlab_env, stdout=subprocess.PIPE,
+    procs = [subprocess.Popen(vmlab_cmd(tmp_path, *args, *OFF), env=vmlab_env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True) for _ in range(2)]
     for p in procs:
         out = p.communicate()[0]
@@ -109,7 +112,7 @@ def test_icount_runs_with_zram_swap_are_deterministic(vmlab_env, tmp_path):
 
 @pytest.mark.boot
 def test_panicking_guest_is_recorded_failed_with_its_log(vmlab_env, tmp_path):
-    r = vmlab(vmlab_env, tmp_path, *SMALL, "--kernel-append", "rdinit=/no-such-init init=/no-such-init")
+    r = vmlab(vmlab_env, tmp_path, *SMALL, *OFF, "--kernel-append", "rdinit=/no-such-init init=/no-such-init")
     assert r.returncode == 1
     run = db(tmp_path).execute("SELECT status, reason, log_path FROM runs").fetchone()
     # stopped at the panic line, not by a timeout (no wall-time bound: a shared
@@ -120,7 +123,7 @@ def test_panicking_guest_is_recorded_failed_with_its_log(vmlab_env, tmp_path):
 
 @pytest.mark.boot
 def test_hanging_guest_is_stopped_by_the_timeout(vmlab_env, tmp_path):
-    r = vmlab(vmlab_env, tmp_path, *SMALL, "--kernel-append", "vmlab.hang=1", "--timeout", "5")
+    r = vmlab(vmlab_env, tmp_path, *SMALL, *OFF, "--kernel-append", "vmlab.hang=1", "--timeout", "5")
     assert r.returncode == 1
     run = db(tmp_path).execute("SELECT status, reason FROM runs").fetchone()
     assert run["status"] == "failed" and "timeout" in run["reason"]
@@ -136,7 +139,7 @@ def test_hanging_guest_is_stopped_by_the_timeout(vmlab_env, tmp_path):
 def test_ctrl_c_aborts_and_leaves_the_database_consistent(vmlab_env, tmp_path, sig, inherited):
     # vmlab.hang=1: the guest waits for ever once up, so the signal always
     # comes mid-run (a restored run of SMALL can end within seconds)
-    p = subprocess.Popen(vmlab_cmd(tmp_path, *SMALL, "--kernel-append", "vmlab.hang=1"), env=vmlab_env,
+    p = subprocess.Popen(vmlab_cmd(tmp_path, *SMALL, *OFF, "--kernel-append", "vmlab.hang=1"), env=vmlab_env,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, inherited))
     # Read its output as it comes (a full pipe would stall it) and interrupt

@@ -59,14 +59,17 @@ class Minimal(base.Engine):
     def models_disks(self, spec):
         return False
 
+    def loads_plugin(self):
+        return False
+
     def label(self, built, topo):
         return "minimal 1"
 
     def build_key(self):
         return "minimal 1"
 
-    def timeouts(self, spec, topo, run_s, slowdown):
-        return 60.0, run_s * slowdown
+    def timeouts(self, spec, topo, run_s, slowdown, boot_slowdown):
+        return 60.0 * boot_slowdown, run_s * slowdown
 
     def perturbation(self, seed, repeat):
         return ""

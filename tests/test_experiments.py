@@ -2,6 +2,7 @@ import pytest
 
 import experiments as E
 import topologies as T
+from analysis import experiment_results as ER
 
 
 def test_memeater_defaults_scale_with_the_topology():
@@ -95,10 +96,10 @@ def test_a_misspelt_or_mistyped_manifest_key_is_one_line_naming_file_and_key(edi
 
 def test_every_shipped_manifest_and_results_module_loads():
     # a name read back from a database may be one this checkout lacks, or not a name at all
-    assert all(E.results_module(n) is None for n in ("no_such", "lib", "../memeater", "memeater.results", ""))
+    assert all(ER.results_module(n) is None for n in ("no_such", "lib", "../memeater", "memeater.results", ""))
     for name in E.available():
-        exp = E.load(name)
-        res = exp.results
+        E.load(name)
+        res = ER.results_module(name)
         if res is not None:  # what the schema machinery and the summary call
             assert all(isinstance(step, str) and "CREATE" in step for step in getattr(res, "SCHEMA", []))
             assert callable(getattr(res, "figures", None)) and isinstance(res.QUERY_TABLE, str)
@@ -222,25 +223,29 @@ def test_every_shipped_experiment_resolves_with_its_defaults(topo):
 
 
 def test_results_modules_are_read_through_their_declared_hooks():
-    """experiments/results_hooks.py: each shipped results.py conforms; what it
+    """analysis/experiment_results.py: each shipped results.py conforms; what it
     does not declare gets a default; a misshapen hook is one error naming it."""
     import types
 
-    from experiments import results_hooks as H
     for name in E.available():
-        h = E.results(name)
-        mod = E.results_module(name)
+        h = ER.results(name)
+        mod = ER.results_module(name)
         assert h.QUERY_TABLE == getattr(mod, "QUERY_TABLE", "records")
         assert h.SCHEMA == tuple(getattr(mod, "SCHEMA", ()))
-    assert E.results("latprobe").compare_figures(None, 1) == {}    # latprobe declares none
-    assert E.results("no_such").QUERY_TABLE == "records"
+        assert h.TABLES == getattr(mod, "TABLES", ())
+    assert ER.results("latprobe").compare_figures(None, 1) == {}    # latprobe declares none
+    assert ER.results("no_such").QUERY_TABLE == "records"
     bad = types.ModuleType("fake")
     bad.__file__ = "experiments/fake/results.py"
     bad.verdict = lambda con, run_id: None
     with pytest.raises(E.ExperimentError, match=r"experiments/fake/results.py: verdict: expected a function of "
                                                 r"\(con, run_id, r, params, w\)"):
-        H.hooks("fake", bad)
+        ER.hooks("fake", bad)
     bad2 = types.ModuleType("fake")
     bad2.SANITY = "yes"
     with pytest.raises(E.ExperimentError, match="SANITY: expected bool"):
-        H.hooks("fake", bad2)
+        ER.hooks("fake", bad2)
+    bad3 = types.ModuleType("fake")
+    bad3.TABLES = ("CREATE TABLE t (a)",)
+    with pytest.raises(E.ExperimentError, match="TABLES: expected a tuple of analysis.kit Table and View"):
+        ER.hooks("fake", bad3)

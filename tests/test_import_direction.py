@@ -9,16 +9,14 @@ pipeline/ that runs ./run.py, naming the file, the line and the import.
 
 Each stage is a top-level folder (docs/architecture.md draws them); where
 the folders are not the whole story:
-- experiments/<name>/results.py and experiments/<name>/plots.py are
-  results-stage code kept in the experiment's folder (its tables, ingest,
-  summary part; its report figures): they may import analysis helpers, but
-  only ones that do not call them back. That is the cycle check:
-  experiments/__init__.py loads them by name (results_module(),
-  all_results(), results(); plots_module()), which counts as an import of
-  each, so such a module importing an analysis module that goes through
-  that loader (analysis.summary, analysis.db, analysis.plots, ...) is a
-  cycle. The loader is workload code that hands out results-stage modules,
-  so only the results stage and after may call it.
+- experiments/<name>/results.py and plots.py are results-stage code kept in
+  the experiment's folder (an experiment is one folder). They may import
+  analysis helpers (analysis/kit.py, analysis/rows.py), but none that calls
+  them back: analysis/experiment_results.py loads them by name, which the
+  cycle check counts as an import of each, so such a module importing an
+  analysis module that goes through that loader (analysis.summary,
+  analysis.db, analysis.plots, ...) is a cycle. Only the loader imports by
+  name (an import the check cannot read would hide a cycle).
 - run.py is the front door over every stage and may import anything; it
   is not read. Nor is tests/.
 """
@@ -66,11 +64,11 @@ RANK = {name: i for i, (name, _) in enumerate(STAGES)}
 FOLDERS = {p: name for name, parts in STAGES for p in parts if "/" not in p}
 FILES = [(p, name) for name, parts in STAGES for p in parts if "/" in p]
 EXTRA_SOURCES = ("build/SConstruct",)
-# experiments/__init__.py's loader of results-stage modules (see the docstring): the
-# function that loads each such file
-LOADER = "experiments"
-LOADER_CALLS = {"results_module", "all_results", "results", "plots_module"}
+# The loader of the experiments' results-stage modules (see the docstring),
+# the function that loads each such file, and what importing by name is.
+LOADER = "analysis.experiment_results"
 LOADED_BY = {"results": "results_module", "plots": "plots_module"}
+BY_NAME = {"import_module", "__import__"}
 
 
 @functools.cache
@@ -153,8 +151,8 @@ def cycles(srcs: dict[str, str]) -> list[str]:
     for src, line, text, dst in edges:
         if dst != src:
             out_edges[src].append((dst, f"{files[src]}:{line}: `{text}`"))
-    for m, rel in files.items():  # the loader imports every results-stage module by name
-        if stage_of(rel) == "results" and m.startswith(LOADER + "."):
+    for m, rel in files.items():  # the loader imports every experiment's results-stage module by name
+        if stage_of(rel) == "results" and m.startswith("experiments."):
             out_edges[LOADER].append((m, f"{files[LOADER]}: {LOADED_BY[m.rsplit('.', 1)[1]]}() loads {m}"))
     found, state, path = [], {}, []
 
@@ -177,16 +175,19 @@ def cycles(srcs: dict[str, str]) -> list[str]:
 
 
 def loader_calls(srcs: dict[str, str]) -> list[str]:
-    """The loader hands out results-stage modules (results.py, plots.py):
-    only the results stage and after may call it."""
+    """Only the loader imports a module by name: the cycle check reads its
+    loads as edges (cycles()), and would miss any other. (Calling the loader
+    from a stage before results is an import of analysis: backward().)"""
     out = []
     for rel, text in srcs.items():
-        if module_name(rel) == LOADER or RANK[stage_of(rel)] >= RANK["results"]:
+        if module_name(rel) == LOADER:
             continue
         for node in ast.walk(parse(rel, text)):
-            name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
-            if name in LOADER_CALLS:
-                out.append(f"{rel}:{node.lineno}: {name} (the results modules' loader) from {stage_of(rel)}")
+            if isinstance(node, ast.Call):
+                f = node.func
+                name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+                if name in BY_NAME:
+                    out.append(f"{rel}:{node.lineno}: {name}() imports by name outside the loader ({LOADER})")
     return out
 
 
@@ -223,7 +224,7 @@ def test_no_import_cycles(srcs):
     assert not bad, "import cycles:\n" + "\n".join(bad)
 
 
-def test_only_results_and_after_load_results_modules(srcs):
+def test_only_the_loader_imports_by_name(srcs):
     bad = loader_calls(srcs)
     assert not bad, "\n".join(bad)
 
@@ -242,6 +243,9 @@ def test_the_checks_see_what_they_look_for(srcs):
     planted = dict(srcs)
     planted["experiments/memeater/results.py"] += "\nfrom analysis.summary import render\n"
     assert any("analysis/summary.py" in x and "experiments/memeater/results.py" in x for x in cycles(planted))
+    planted = dict(srcs)  # the kit every results.py imports must not call them back either
+    planted["analysis/kit.py"] += "\nfrom analysis import db\n"
+    assert any("analysis/kit.py:" in x and "`from analysis import db`" in x for x in cycles(planted))
     planted = dict(srcs)
     planted["experiments/kvio/plots.py"] += "\nfrom analysis.plots import build\n"
     assert any("analysis/plots.py" in x and "plots_module() loads experiments.kvio.plots" in x
@@ -252,9 +256,12 @@ def test_the_checks_see_what_they_look_for(srcs):
     planted = dict(srcs)
     planted["timing/bench.py"] = "import subprocess, sys\nsubprocess.run([sys.executable, 'run.py'])\n"
     assert runs_front_door(planted) == ["timing/bench.py:2: names 'run.py' (timing runs the front door)"]
-    planted["engine/x.py"] = "import experiments\nexperiments.results_module('memeater')\n"
-    assert loader_calls(planted) == ["engine/x.py:2: results_module (the results modules' loader) from engine"]
-    planted["engine/x.py"] = "from experiments import plots_module\nplots_module('kvio')\n"
-    assert loader_calls(planted) == ["engine/x.py:2: plots_module (the results modules' loader) from engine"]
+    planted["engine/x.py"] = "from analysis.experiment_results import plots_module\nplots_module('kvio')\n"
+    assert backward(planted) == ["engine/x.py:1: `from analysis.experiment_results import plots_module` imports "
+                                 "analysis.experiment_results (results), a later stage than engine"]
+    del planted["engine/x.py"]
+    planted["analysis/x.py"] = "import importlib\nimportlib.import_module('experiments.memeater.results')\n"
+    assert loader_calls(planted) == ["analysis/x.py:2: import_module() imports by name outside the loader "
+                                     "(analysis.experiment_results)"]
     assert stage_of("protocol/facts.py") == "protocol" and stage_of("experiments/kvio/results.py") == "results"
     assert stage_of("experiments/kvio/plots.py") == "results" and stage_of("experiments/__init__.py") == "workload"

@@ -15,7 +15,7 @@ import pytest
 import experiments
 import timing
 import topologies as T
-from analysis import db, pages, plot_kit, plots, report
+from analysis import db, experiment_results, pages, plot_kit, plots, report
 from analysis.rows import insert
 from experiments.forkstorm import plots as forkstorm_plots
 from experiments.latprobe import plots as latprobe_plots
@@ -187,7 +187,7 @@ def test_page_figures_and_images_on_disk(built):
 
 
 def test_each_experiment_draws_its_own_figures_in_the_report_order(built):
-    """experiments/<name>/plots.py, found through experiments.plots_module():
+    """experiments/<name>/plots.py, found through analysis/experiment_results.py's plots_module():
     memeater's and latprobe's figures before the kernel-comparison tables,
     kvio's and forkstorm's after, in that order."""
     mine = {p: [(exp, f"{fn.__module__}.{fn.__name__}") for exp, fn in plots.builders(p)] for p in plots.PLACES}
@@ -202,8 +202,8 @@ def test_each_experiment_draws_its_own_figures_in_the_report_order(built):
     assert page.index("<figure id=fig-latprobe>") < page.index("<section class=compare") \
         < page.index("<figure id=fig-kvio>")
     # no such experiment, a name that is no experiment's, or one without figures of its own
-    assert all(experiments.plots_module(n) is None for n in ("no_such", "lib", "../memeater", "memeater.plots", "",
-                                                             "bwprobe"))
+    assert all(experiment_results.plots_module(n) is None for n in ("no_such", "lib", "../memeater", "memeater.plots",
+                                                                    "", "bwprobe"))
 
 
 def test_a_misshapen_plots_module_is_one_error_naming_its_file():

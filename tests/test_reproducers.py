@@ -22,7 +22,7 @@ def rig(tmp_path_factory, vmlab_env):
     topo = REPO / "tests" / "data" / "x86-2s-small.toml"
 
     def run(exp, params):
-        r = vmlab(vmlab_env, tmp, "--topology", str(topo), "--exp", exp, "--param", params)
+        r = vmlab(vmlab_env, tmp, "--topology", str(topo), "--exp", exp, "--param", params, "--timing", "off")
         c = db(tmp)
         rid = c.execute("SELECT MAX(id) FROM runs").fetchone()[0]
         return r, c, rid

@@ -16,7 +16,7 @@ from timing import modes, plugin_config
 BEHAVIOUR = {
     "off": (None, False, False, False, 1.0),
     "fast": ("fast", False, False, False, 1.5),
-    "detailed": ("detailed", True, True, False, 3.0),
+    "detailed": ("detailed", True, True, False, 8.0),
     "sampled": ("fast", False, False, True, 1.5),
 }
 
@@ -50,7 +50,7 @@ def test_stalls_stay_off_the_guest_when_asked_or_without_per_vcpu_clocks():
     (dict(timing="detailed", warmup_insns=1000, boot=True), "--warmup-insns: a restored run's"),
     (dict(timing="detailed", qemu_mode="mttcg"), "needs --qemu-mode icount"),
     (dict(timing="sampled", boot=True), "--timing sampled: its regions start from snapshots"),
-    (dict(timing="exact"), "--timing: expected one of off, fast, detailed, sampled"),
+    (dict(timing="exact"), "--timing: expected one of auto, off, fast, detailed, sampled"),
     (dict(timing="fast", slice_insns=10), "--slice-insns: expected 10,000"),
 ])
 def test_each_mode_refuses_what_it_cannot_honour(kw, msg):
@@ -138,3 +138,14 @@ def test_the_plugin_refuses_an_unknown_key(tmp_path):
         p.kill()
         err = p.communicate()[1]
     assert "unknown key" not in err
+
+
+def test_a_functional_mode_says_so_first_and_the_accurate_one_is_the_default():
+    assert RunSpec().timing == "auto" and execute.prepare(RunSpec(topology="gs1280-8")).mode.name == "detailed"
+    # where the model cannot run, auto is a functional run that says why
+    for kw, why in ((dict(qemu_mode="mttcg"), "--qemu-mode mttcg"), (dict(engine="debian"), "cannot load")):
+        p = execute.prepare(RunSpec(topology="gs1280-8", **kw))
+        assert p.mode.name == "off" and p.spec.timing == "off" and why in execute.limitations(p)
+    assert not modes.get("detailed").headline() and not modes.get("sampled").headline()
+    for name in ("off", "fast"):
+        assert modes.get(name).headline().startswith(f"functional run (timing {name})")

@@ -9,6 +9,7 @@ restores a guest."""
 import pytest
 
 import topologies as T
+from analysis import kit
 from experiments.tlbprobe import results as tp
 from tests.e2e import db, vmlab
 
@@ -26,7 +27,7 @@ def probe(vmlab_env, tmp_path_factory):
 
 def test_the_translation_cost_steps_up_where_the_second_level_tlb_s_reach_ends(probe):
     con, out = probe
-    recs = tp.rows(con, 1, "tlb")
+    recs = kit.bodies(con, 1, "tlb")
     four = {b["ws_mib"]: b["ns_per_load"] for b in recs if b["pages"] == "4k"}
     two = {b["ws_mib"]: b for b in recs if b["pages"] == "2m"}
     assert sorted(four) == [1, 2, 4, 8, 16]
@@ -55,7 +56,7 @@ def test_walks_are_counted_by_size_and_by_where_their_reads_were_served(probe):
 
 def test_page_tables_bound_to_the_far_node_are_read_from_there(probe):
     con, out = probe
-    pt = tp.rows(con, 1, "ptnode")
+    pt = kit.bodies(con, 1, "ptnode")
     assert [p["pt_node"] for p in pt] == [0, 1] and all(p["data_node"] == 0 for p in pt)
     # only the far-table run puts page-table pages on node 1: the walker read some of them there
     remote = con.execute("SELECT loads FROM timing_walks WHERE run_id = 1 AND served = 'memory' AND hops = 1"

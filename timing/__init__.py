@@ -60,7 +60,7 @@ def address_map(topo) -> list[tuple[int, int, int, int]]:
     out = []
     off = 0
     for n in range(topo.nodes):
-        size = topo.memory_mib << 20
+        size = topo.node_memory_mib(n) << 20
         lo, hi = off, off + size
         if lo < below:  # the part below the PCI hole
             out.append((lo, min(hi, below), n, lo))
@@ -74,7 +74,10 @@ def address_map(topo) -> list[tuple[int, int, int, int]]:
 def check_address_map(topo) -> None:
     for start, end, node, off in address_map(topo):
         if (start | end | off) % GRANULE:
-            raise TimingError(f"{topo.path}: field 'nodes.memory_mib': expected a multiple of 2 MiB for the "
+            odd = (["nodes.memory_mib"] if topo.memory_mib % 2 else []) + [
+                f"memory_nodes[{k}].memory_mib" for k, m in enumerate(topo.memory_nodes) if m.memory_mib % 2]
+            where = odd[0] if odd else "nodes.memory_mib"
+            raise TimingError(f"{topo.path}: field '{where}': expected a multiple of 2 MiB for the "
                               f"timing model's address map (node {node} spans {start:#x}-{end:#x})")
 
 
@@ -121,6 +124,28 @@ def map_matches_srat(topo, console: str) -> tuple[bool, str]:
 # the plugin's configuration: timing/plugin_config.py (one typed object, one writer)
 
 
+def memory_lines(topo) -> list[str]:
+    """The model's config lines for CPU-less memory nodes (timing/model_config.c):
+    `node_bw N GBPS` for each memory node's device, `link_fig I LAT_NS GBPS`
+    for each link that is not the interconnect's (a memory node's own link, a
+    switch port), numbered as topologies.links_and_routes numbers them; such
+    a link's bandwidth is the data it carries (its protocol's overhead taken
+    off in the topology's figure), where the interconnect's is a raw rate the
+    model takes a 16-byte header off. None for a machine without memory
+    nodes: its config is what it always was. The model refuses a node with
+    memory and no CPUs that has no node_bw line."""
+    if not topo.memory_nodes:
+        return []
+    import topologies
+    links, _ = topologies.links_and_routes(topo)
+    out = [f"node_bw {n} {topo.node_bandwidth_gbps(n)}" for n in range(topo.cpu_nodes, topo.nodes)]
+    for i, (a, b) in enumerate(links):
+        if max(a, b) >= topo.cpu_nodes:
+            lat, bw = topo.link_figures(a, b)
+            out.append(f"link_fig {i} {lat} {bw}")
+    return out
+
+
 # --- the model's formulas (what tests check the plugin against) -------------------
 def cycle_ps(topo) -> int:
     return topo.cycle_ps  # the engine's cycle: the model reads it from its config
@@ -130,8 +155,19 @@ def l2_ps(topo) -> int:
     return next(c for c in topo.caches if c.name == "l2").latency_cycles * cycle_ps(topo)
 
 
+def leg_ps(topo, a: int, b: int) -> int:
+    """One leg a -> b as the model adds it (model_state.c leg_ps): half of
+    each crossed link's round trip, in whole ps."""
+    if not topo.memory_nodes:
+        return topo.hops[a][b] * int(topo.hop_latency_ns * 500 + 0.5)
+    return sum(int(topo.link_figures(u, v)[0] * 500 + 0.5) for u, v in topo.vertex_path(a, b))
+
+
 def memory_ns(topo, cpu_node: int, home: int) -> float:
     """Load-to-use latency of a miss served by memory, without queueing."""
+    if topo.memory_nodes:
+        return (int(topo.local_latency_ns * 1000 + 0.5) + leg_ps(topo, cpu_node, home)
+                + leg_ps(topo, home, cpu_node)) / 1000.0
     return topo.local_latency_ns + topo.hops[cpu_node][home] * topo.hop_latency_ns
 
 
@@ -140,15 +176,14 @@ def c2c_ns(topo, req: int, home: int, owner: int) -> float:
     With a shared L3 per socket (model_memsys.c from_owner) the owner's socket
     hands it over at [caches.l3] c2c_latency_ns, and a home on the owner's
     socket answers from its on-die snoop filter instead of its memory directory."""
-    half = int(topo.hop_latency_ns * 500 + 0.5)
     ctrl = int(topo.local_latency_ns * 1000 + 0.5) - l2_ps(topo)
-    legs = topo.hops[req][home] + topo.hops[home][owner] + topo.hops[owner][req]
+    legs = leg_ps(topo, req, home) + leg_ps(topo, home, owner) + leg_ps(topo, owner, req)
     if any(c.name == "l3" for c in topo.caches) and topo.guest_isa == "x86_64":
         sock = int(topo.socket_c2c_ns * 1000 + 0.5)
         if owner == home:
-            return (sock + (topo.hops[req][home] + topo.hops[owner][req]) * half) / 1000.0
-        return (ctrl + sock + legs * half) / 1000.0
-    return (2 * l2_ps(topo) + ctrl + legs * half) / 1000.0
+            return (sock + leg_ps(topo, req, home) + leg_ps(topo, owner, req)) / 1000.0
+        return (ctrl + sock + legs) / 1000.0
+    return (2 * l2_ps(topo) + ctrl + legs) / 1000.0
 
 
 def pingpong_ns(topo, a: int, home: int, b: int) -> float:

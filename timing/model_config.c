@@ -78,6 +78,33 @@ static void parse_links(model_t *m, cfg_t *cf, const char *p) {
     if (sscanf(p, "%d", &m->nlinks) != 1 || m->nlinks < 0) bad(cf, "links: expected a count");
     m->link_src = calloc(m->nlinks + 1, sizeof(int));
     m->link_dst = calloc(m->nlinks + 1, sizeof(int));
+    cf->link_lat = malloc((m->nlinks + 1) * sizeof(double));
+    cf->link_bw_of = malloc((m->nlinks + 1) * sizeof(double));
+    for (int i = 0; i <= m->nlinks; i++) cf->link_lat[i] = cf->link_bw_of[i] = -1;
+}
+
+/* `link_fig id lat_ns bw_gbps`: a link that is not the interconnect's (a
+ * CPU-less memory node's own link, a switch port): its round-trip latency
+ * and bandwidth (timing.memory_lines writes them). */
+static void parse_link_fig(model_t *m, cfg_t *cf, const char *p) {
+    int id;
+    double lat, bw;
+    char extra[2];
+    if (!cf->link_lat || sscanf(p, "%d %lf %lf %1s", &id, &lat, &bw, extra) != 3 || id < 0 || id >= m->nlinks ||
+        !(lat >= 0 && lat <= 1e6) || !(bw > 0 && bw <= 1e6))
+        bad(cf, "link_fig: expected id (below 'links', after it) latency_ns (0..1e6) bandwidth_gbps (>0)");
+    else cf->link_lat[id] = lat, cf->link_bw_of[id] = bw;
+}
+
+/* `node_bw node gbps`: a node whose memory is not the DRAM of mem_bw_gbps
+ * (a CPU-less memory node's device). */
+static void parse_node_bw(model_t *m, cfg_t *cf, const char *p) {
+    int nd;
+    double bw;
+    char extra[2];
+    if (sscanf(p, "%d %lf %1s", &nd, &bw, extra) != 2 || nd < 0 || nd >= m->nnodes || !(bw > 0 && bw <= 1e6))
+        bad(cf, "node_bw: expected a node below 'nodes' (after it) and a bandwidth in GB/s (>0)");
+    else cf->node_bw[nd] = bw;
 }
 
 static void parse_link(model_t *m, cfg_t *cf, const char *p) {
@@ -295,6 +322,8 @@ static void parse_line(model_t *m, cfg_t *cf, const char *key, const char *p) {
     else if (!strcmp(key, "hops")) parse_hops(m, cf, p);
     else if (!strcmp(key, "links")) parse_links(m, cf, p);
     else if (!strcmp(key, "link")) parse_link(m, cf, p);
+    else if (!strcmp(key, "link_fig")) parse_link_fig(m, cf, p);
+    else if (!strcmp(key, "node_bw")) parse_node_bw(m, cf, p);
     else if (!strcmp(key, "route")) parse_route(m, cf, p);
     else if (!strcmp(key, "range")) parse_range(cf, p);
     else if (is_core_key(key)) parse_core(m, cf, key, p);
@@ -346,12 +375,24 @@ static int config_complete(const model_t *m, cfg_t *cf) {
             return 0;
         }
     }
+    /* A node with memory and no CPUs is a CPU-less memory node (a CXL
+     * expander): priced at the DRAM's figures it would be a silent error. */
+    for (int i = 0; i < cf->nranges; i++) {
+        int nd = cf->ranges[i].node, cpus = 0;
+        for (int c = 0; c < m->ncpus; c++) cpus += cf->cpu_node[c] == nd;
+        if (!cpus && cf->node_bw[nd] < 0) {
+            model_seterr(cf->err, cf->errlen, "%s: node %d has memory and no CPUs but no node_bw line: a CPU-less "
+                         "memory node needs its own figures (timing.memory_lines)", cf->path, nd);
+            return 0;
+        }
+    }
     return 1;
 }
 
 int model_read_config(model_t *m, cfg_t *cf, const char *path, char *err, size_t errlen) {
     *cf = (cfg_t){.path = path, .err = err, .errlen = errlen, .ok = 1, .local_ns = -1, .hop_ns = -1,
                   .mem_bw = -1, .link_bw = -1, .route_cap = 1024};
+    for (int i = 0; i < MAX_NODES; i++) cf->node_bw[i] = -1;
     FILE *f = fopen(path, "r");
     if (!f) {
         model_seterr(err, errlen, "%s: cannot open: %s", path, strerror(errno));

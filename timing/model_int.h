@@ -108,15 +108,24 @@ struct model {
     uint32_t line_shift;
     uint64_t cycle_ps, l2_ps, ctrl_ps, half_hop_ps;
     uint64_t mem_ps[MAX_NODES][MAX_NODES];
+    /* one leg a -> b without queueing: half of each crossed link's round trip
+     * (hops x half_hop_ps where every link is the interconnect's) */
+    uint64_t leg_ps[MAX_NODES][MAX_NODES];
     uint8_t hops[MAX_NODES][MAX_NODES];
-    /* directed links and routes: route (a,b) = links[route_off .. +route_len] */
+    /* directed links and routes: route (a,b) = links[route_off .. +route_len];
+     * link_half_ps: each link's leg (its round trip / 2; half_hop_ps unless a
+     * link_fig line says otherwise: a CPU-less node's own link, a switch port) */
     int *link_src, *link_dst;
+    uint64_t *link_half_ps;
     uint32_t route_off[MAX_NODES][MAX_NODES];
     uint8_t route_len[MAX_NODES][MAX_NODES];
     int *route_links;
     size_t nroute_links;
-    /* queueing: resources 0..nnodes-1 are memory controllers, then links */
-    uint64_t *busy_ps, *busy_total_ps, *qdelay_ps, mem_service_ps, *link_req_ps, *link_data_ps;
+    /* queueing: resources 0..nnodes-1 are memory controllers, then links.
+     * mem_service_ps: a line at the DRAM nodes' bandwidth; node_service_ps:
+     * each node's own (a CPU-less node's device: node_bw); link_req_ps and
+     * link_data_ps: a header and a data message on each link */
+    uint64_t *busy_ps, *busy_total_ps, *qdelay_ps, mem_service_ps, *node_service_ps, *link_req_ps, *link_data_ps;
     uint64_t *busy_warm_ps;   /* each resource's busy time at the end of the warm-up */
     uint64_t warmup_insns, warmup_end_ps;   /* plugin.warmup_insns, and when it ended (CPU 0's model time) */
     uint64_t window_misses, windows;
@@ -321,6 +330,8 @@ typedef struct {
     int lineno, ok;
     char sympath[4096];
     double local_ns, hop_ns, mem_bw, link_bw, sock_c2c_ns;
+    double node_bw[MAX_NODES];    /* node_bw lines (-1: the DRAM's mem_bw) */
+    double *link_lat, *link_bw_of; /* link_fig lines, per link (-1: hop_ns, link_bw) */
     uint32_t line_bytes;
     int have_hops;
     int *cpu_node;

@@ -18,7 +18,7 @@ void vm_close_window(model_t *m) {
     }
     int nres = m->nnodes + m->nlinks;
     for (int r = 0; r < nres; r++) {
-        uint64_t service = r < m->nnodes ? m->mem_service_ps : *m->link_data_ps;
+        uint64_t service = r < m->nnodes ? m->node_service_ps[r] : m->link_data_ps[r - m->nnodes];
         double rho = dur ? (double)m->busy_ps[r] / (double)dur : 0.0;
         if (rho > 0.95) rho = 0.95;  /* the window is an estimate; keep the delay finite */
         m->qdelay_ps[r] = (uint64_t)(rho * (double)service / (2.0 * (1.0 - rho)));
@@ -52,15 +52,15 @@ static inline uint64_t cal_take(model_t *m, int r, uint64_t t, uint64_t service)
     return (uint64_t)CAL_SLOTS * CAL_BUCKET_PS;  /* the horizon: far past any real queue */
 }
 
-/* One leg a -> b: its hop latency, plus queueing on each link; the links
+/* One leg a -> b: its links' latency, plus queueing on each link; the links
  * become busy for a header or a data message, and a data message needs room
  * in each link's bandwidth. */
 static inline uint64_t leg(model_t *m, int a, int b, int data) {
-    uint64_t t = m->hops[a][b] * m->half_hop_ps;
+    uint64_t t = m->leg_ps[a][b];
     const int *l = m->route_links + m->route_off[a][b];
-    uint64_t busy = data ? *m->link_data_ps : *m->link_req_ps;
     for (int i = 0; i < m->route_len[a][b]; i++) {
         int r = m->nnodes + l[i];
+        uint64_t busy = data ? m->link_data_ps[l[i]] : m->link_req_ps[l[i]];
         t += m->qdelay_ps[r];
         if (data) t += cal_take(m, r, m->now_ps + t, busy);
         m->busy_ps[r] += busy;
@@ -68,10 +68,10 @@ static inline uint64_t leg(model_t *m, int a, int b, int data) {
     return t;
 }
 
-/* DRAM at node home serves one line: its queueing delay. */
+/* The memory at node home (its DRAM, or a CPU-less node's device) serves one line: its queueing delay. */
 static inline uint64_t dram(model_t *m, int home, uint64_t at) {
-    m->busy_ps[home] += m->mem_service_ps;
-    return m->qdelay_ps[home] + cal_take(m, home, at, m->mem_service_ps);
+    m->busy_ps[home] += m->node_service_ps[home];
+    return m->qdelay_ps[home] + cal_take(m, home, at, m->node_service_ps[home]);
 }
 
 /* --- the requester's caches: fills and evictions ---------------------------- */
@@ -133,7 +133,7 @@ static inline void from_owner(model_t *m, txn_t *t) {
     } else {
         t->lat = m->l2_ps + m->ctrl_ps + m->qdelay_ps[home] + leg(m, me, home, 0) + leg(m, home, on, 0) + owner +
                  leg(m, on, me, 1);
-        m->busy_ps[home] += m->mem_service_ps;  /* the (memory) directory's read */
+        m->busy_ps[home] += m->node_service_ps[home];  /* the (memory) directory's read */
     }
     cpu_t *op = &m->cpu[o];
     int ost = S_INV;
@@ -164,7 +164,7 @@ static inline void invalidate_sharers(model_t *m, txn_t *t) {
     int far = m->hops[me][home];  /* binned by the farthest party the claim involves */
     for (uint64_t s = t->others; s; s &= s - 1) {
         int o = __builtin_ctzll(s), on = m->cpu[o].node;
-        uint64_t d = m->hops[home][on] * m->half_hop_ps + m->hops[on][me] * m->half_hop_ps;
+        uint64_t d = m->leg_ps[home][on] + m->leg_ps[on][me];
         if (d > inv) inv = d;
         if (m->hops[me][on] > far) far = m->hops[me][on];
         drop_line(&m->cpu[o], t->line);
@@ -176,10 +176,10 @@ static inline void invalidate_sharers(model_t *m, txn_t *t) {
         t->p->c.upgrades++;
     } else {
         uint64_t mem = m->mem_ps[me][home] + dram(m, home, m->now_ps) + leg(m, home, me, 1) -
-                       m->hops[home][me] * m->half_hop_ps;
+                       m->leg_ps[home][me];
         t->lat = mem > dir_path ? mem : dir_path;
     }
-    if (t->st2 == S_S) m->busy_ps[home] += m->mem_service_ps;
+    if (t->st2 == S_S) m->busy_ps[home] += m->node_service_ps[home];
     t->e = 0;
     t->hops = far;
 }
@@ -188,7 +188,7 @@ static inline void invalidate_sharers(model_t *m, txn_t *t) {
 static inline void upgrade_alone(model_t *m, txn_t *t) {
     int me = t->me, home = t->home;
     t->lat = m->l2_ps + m->ctrl_ps + m->qdelay_ps[home] + leg(m, me, home, 0) + leg(m, home, me, 0);
-    m->busy_ps[home] += m->mem_service_ps;
+    m->busy_ps[home] += m->node_service_ps[home];
     t->p->c.upgrades++;
     t->e = 0;
     t->hops = m->hops[me][home];
@@ -199,8 +199,8 @@ static inline void from_memory(model_t *m, txn_t *t) {
     int me = t->me, home = t->home;
     /* the request and reply legs add queueing; their hop latency is in mem_ps */
     uint64_t req = leg(m, me, home, 0);
-    t->lat = m->mem_ps[me][home] + dram(m, home, m->now_ps + req) + req - m->hops[me][home] * m->half_hop_ps;
-    t->lat += leg(m, home, me, 1) - m->hops[home][me] * m->half_hop_ps;
+    t->lat = m->mem_ps[me][home] + dram(m, home, m->now_ps + req) + req - m->leg_ps[me][home];
+    t->lat += leg(m, home, me, 1) - m->leg_ps[home][me];
     t->hops = m->hops[me][home];
     if (!t->excl && t->others) t->e = t->others;  /* shared: others keep S */
 }

@@ -36,9 +36,21 @@ static int set_latencies(model_t *m, cfg_t *cf) {
     }
     m->ctrl_ps = (uint64_t)(cf->local_ns * 1000.0 + 0.5) - m->l2_ps;
     m->half_hop_ps = (uint64_t)(cf->hop_ns * 500.0 + 0.5);
+    m->link_half_ps = calloc(m->nlinks + 1, sizeof(uint64_t));
+    for (int l = 0; l < m->nlinks; l++)
+        m->link_half_ps[l] = cf->link_lat && cf->link_lat[l] >= 0 ? (uint64_t)(cf->link_lat[l] * 500.0 + 0.5)
+                                                                  : m->half_hop_ps;
+    /* a leg: the links of its route; without route lines, hops x half_hop_ps */
+    for (int a = 0; a < m->nnodes; a++)
+        for (int b = 0; b < m->nnodes; b++) {
+            uint64_t leg = 0;
+            const int *l = m->route_links + m->route_off[a][b];
+            for (int i = 0; i < m->route_len[a][b]; i++) leg += m->link_half_ps[l[i]];
+            m->leg_ps[a][b] = m->route_len[a][b] ? leg : m->hops[a][b] * m->half_hop_ps;
+        }
     for (int a = 0; a < m->nnodes; a++)
         for (int b = 0; b < m->nnodes; b++)
-            m->mem_ps[a][b] = (uint64_t)(cf->local_ns * 1000.0 + 0.5) + m->hops[a][b] * 2 * m->half_hop_ps;
+            m->mem_ps[a][b] = (uint64_t)(cf->local_ns * 1000.0 + 0.5) + m->leg_ps[a][b] + m->leg_ps[b][a];
     return 1;
 }
 
@@ -70,13 +82,26 @@ static void init_queueing(model_t *m, const cfg_t *cf) {
     m->qdelay_ps = calloc(nres, sizeof(uint64_t));
     m->busy_warm_ps = calloc(nres, sizeof(uint64_t));
     m->mem_service_ps = (uint64_t)(cf->line_bytes / cf->mem_bw * 1000.0 + 0.5);
+    m->node_service_ps = calloc(m->nnodes, sizeof(uint64_t));
+    for (int n = 0; n < m->nnodes; n++)
+        m->node_service_ps[n] = cf->node_bw[n] > 0 ? (uint64_t)(cf->line_bytes / cf->node_bw[n] * 1000.0 + 0.5)
+                                                   : m->mem_service_ps;
     m->cal_tag = calloc((size_t)nres * CAL_SLOTS, sizeof(uint64_t));
     m->cal_used = calloc((size_t)nres * CAL_SLOTS, sizeof(uint32_t));
     for (size_t i = 0; i < (size_t)nres * CAL_SLOTS; i++) m->cal_tag[i] = UINT64_MAX;  /* no bucket yet */
-    m->link_req_ps = calloc(1, sizeof(uint64_t));
-    m->link_data_ps = calloc(1, sizeof(uint64_t));
-    *m->link_req_ps = (uint64_t)(16 / cf->link_bw * 1000.0 + 0.5);            /* header-only message */
-    *m->link_data_ps = (uint64_t)((cf->line_bytes + 16) / cf->link_bw * 1000.0 + 0.5);
+    /* Per link (element 0 stands for every link of a machine without link_fig
+     * lines). The interconnect's figure is its raw rate: a data message is the
+     * line and a 16-byte header. A link_fig link's figure is the data it
+     * carries, its protocol's overhead already taken off (a CXL link: 64 bytes
+     * of data in each 68-byte flit), so a line takes line_bytes of it. */
+    m->link_req_ps = calloc(m->nlinks + 1, sizeof(uint64_t));
+    m->link_data_ps = calloc(m->nlinks + 1, sizeof(uint64_t));
+    for (int l = 0; l <= m->nlinks; l++) {
+        int own = cf->link_bw_of && l < m->nlinks && cf->link_bw_of[l] > 0;
+        double bw = own ? cf->link_bw_of[l] : cf->link_bw;
+        m->link_req_ps[l] = (uint64_t)(16 / bw * 1000.0 + 0.5);            /* header-only message */
+        m->link_data_ps[l] = (uint64_t)((cf->line_bytes + (own ? 0 : 16)) / bw * 1000.0 + 0.5);
+    }
 }
 
 /* CPUs, with their caches in detailed mode. */
@@ -139,6 +164,8 @@ model_t *vm_model_new(const char *path, char *err, size_t errlen) {
         ok = init_cpus(m, &cf) && init_directory(m, &cf) && !model_sym_init(m, cf.sympath, err, errlen);
     }
     free(cf.cpu_node);
+    free(cf.link_lat);
+    free(cf.link_bw_of);
     if (!ok) {
         vm_model_free(m);
         return NULL;
@@ -172,6 +199,8 @@ void vm_model_free(model_t *m) {
     free(m->cal_used);
     free(m->link_req_ps);
     free(m->link_data_ps);
+    free(m->link_half_ps);
+    free(m->node_service_ps);
     free(m->link_src);
     free(m->link_dst);
     free(m->route_links);

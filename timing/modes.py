@@ -31,7 +31,8 @@ class TimingMode:
     name: str
     plugin: str | None = None        # the plugin's own mode for the run itself; None: no plugin
     prices_accesses = False          # the model prices every data access (its stalls exist)
-    slowdown = 1.0                   # host time against a run without the plugin (engine timeouts)
+    slowdown = 1.0                   # host time against a run without the plugin (the run's wall-clock limit)
+    boot_slowdown = 1.0              # a booted run's boot (unpriced up to the experiment's marker in detailed)
     profile = False                  # the run is a SimPoint profile (vectors, hops, checkpoint points)
 
     @property
@@ -103,6 +104,10 @@ class TimingMode:
     def limitation(self, topo, stalls: bool) -> str:
         raise NotImplementedError  # every mode below says its own
 
+    def headline(self) -> str:
+        """The summary's first word on what the run's figures are ('' for the accurate machine)."""
+        return ""
+
     def cold_start(self) -> str:
         """What a restored run's model starts with (the restore sentence)."""
         return " and the timing model's caches cold" if self.loads_plugin else ""
@@ -116,6 +121,10 @@ class TimingMode:
 class Off(TimingMode):
     name = "off"
 
+    def headline(self) -> str:
+        return ("functional run (timing off): guest time counts instructions at one a cycle; no cache, memory, "
+                "remote-access or lock cost is in any figure")
+
     def limitation(self, topo, stalls: bool) -> str:
         return ("no memory-system model: guest time counts instructions only (1 per cycle), no cache, "
                 "remote-memory or lock latency")
@@ -125,6 +134,11 @@ class Fast(TimingMode):
     name = "fast"
     plugin = "fast"
     slowdown = 1.5
+    boot_slowdown = 1.5
+
+    def headline(self) -> str:
+        return ("functional run (timing fast): guest time counts instructions at one a cycle (the profile and "
+                "basic-block vectors are kept); no cache, memory, remote-access or lock cost is in the guest's figures")
 
     def limitation(self, topo, stalls: bool) -> str:
         return ("timing model fast: the guest does not feel its latencies (reported beside the guest's figures); "
@@ -135,8 +149,11 @@ class Detailed(TimingMode):
     name = "detailed"
     plugin = "detailed"
     prices_accesses = True
-    # `./run.py bench`: detailed with stalls about 4.5x the guest time of off (model 4); room for a loaded host
-    slowdown = 3.0
+    # `./run.py bench` (model 4, gs1280-8 memeater): detailed 0.21x the speed of off in wall time, so 4.8x its
+    # host time; 8x leaves room for a loaded host and for guests whose code the model finds costlier. A run
+    # priced in detail is not killed for being expensive; a hung guest still is, at that limit.
+    slowdown = 8.0
+    boot_slowdown = 1.5              # a booted detailed run counts its boot unpriced
 
     def check_options(self, spec) -> None:
         if spec.warmup_insns and not 0 < spec.warmup_insns < 10**13:
@@ -165,7 +182,8 @@ class Sampled(TimingMode):
     estimated from them."""
     name = "sampled"
     plugin = "fast"
-    slowdown = 1.5       # its fast profile
+    slowdown = 1.5       # its fast profile (the regions have their own limits)
+    boot_slowdown = 1.5
     profile = True
 
     def check(self, spec, topo) -> None:
@@ -226,10 +244,25 @@ class Sampled(TimingMode):
 
 MODES: dict[str, TimingMode] = {m.name: m for m in (Off(), Fast(), Detailed(), Sampled())}
 NAMES = tuple(MODES)
+AUTO = "auto"        # --timing's default: the accurate machine wherever it can run
+CHOICES = (AUTO, *NAMES)
 
 
 def get(name: str) -> TimingMode:
     """The mode called `name` (--timing, or a run row's timing_mode)."""
     if name not in MODES:
-        raise TimingError(f"--timing: expected one of {', '.join(NAMES)}, got {name!r}")
+        raise TimingError(f"--timing: expected one of {', '.join(CHOICES)}, got {name!r}")
     return MODES[name]
+
+
+def resolve(name: str, qemu_mode: str, plugin_loads: bool) -> tuple[TimingMode, str]:
+    """The mode a run asked for as `name`; `auto` is detailed (the accurate
+    machine) unless the run cannot load the model (plugin_loads: the engine
+    can; qemu_mode: the model needs per-vCPU clocks), then off, with why."""
+    if name != AUTO:
+        return get(name), ""
+    if not plugin_loads:
+        return MODES["off"], "this engine cannot load the timing plugin"
+    if qemu_mode != "icount":
+        return MODES["off"], f"--qemu-mode {qemu_mode} cannot run the timing model (it needs icount)"
+    return MODES["detailed"], ""

@@ -135,6 +135,7 @@ class PluginConfig:
         lines += [f"link {i} {a} {b}" for i, (a, b) in enumerate(links)]
         lines += [f"route {a} {b} " + " ".join(map(str, p)) for (a, b), p in sorted(routes.items()) if p]
         lines += [f"range {s:#x} {e:#x} {n} {o:#x}" for s, e, n, o in timing.address_map(topo)]
+        lines += timing.memory_lines(topo)  # CPU-less memory nodes (none: the config as it always was)
         return "\n".join(lines) + "\n"
 
     def plugin_lines(self) -> list[str]:

@@ -26,6 +26,7 @@ from topologies.limits import (  # noqa: F401  (re-exported)
     GUEST_ISAS,
     MAX_CLOCK_GHZ,
     MAX_TORUS_DIMS,
+    MEMORY_NODE_LIMITS,
     MIN_CLOCK_GHZ,
     QEMU_APIC_ID_LIMIT,
     QEMU_HMAT_MAX_ENTRY,
@@ -43,13 +44,20 @@ from topologies.limits import (  # noqa: F401  (re-exported)
     check_counts,
     check_distances,
     check_host,
+    check_memory_nodes,
     host_memory_mib,
     max_apic_id,
     numa_extremes,
 )
-from topologies.model import Cache, Topology, slit_distance  # noqa: F401  (re-exported)
+from topologies.model import Cache, MemoryNode, Switch, Topology, slit_distance  # noqa: F401  (re-exported)
 from topologies.parser import NUM, parse, typ_name  # noqa: F401  (re-exported)
-from topologies.routes import links_and_routes, socket_hops, torus_coords, torus_hops  # noqa: F401  (re-exported)
+from topologies.routes import (  # noqa: F401  (re-exported)
+    links_and_routes,
+    socket_hops,
+    torus_coords,
+    torus_hops,
+    vertex_paths,
+)
 
 HERE = Path(__file__).resolve().parent
 

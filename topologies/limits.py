@@ -62,6 +62,20 @@ MIN_CLOCK_GHZ, MAX_CLOCK_GHZ = 1000 / QEMU_MAX_CYCLE_PS, 1000.0
 # Our QEMU's PAUSE cost (engine/qemu-patches/0003-x86-pause-costs-its-latency-and-keeps-the-slice.patch:
 # "icount: pause-cycles must be 1..100000").
 QEMU_MAX_PAUSE_CYCLES = 100_000
+# CPU-less memory nodes (topologies/parser.py [[memory_nodes]], [[switches]]):
+# field -> (lowest, highest, what). A CXL port, link and device controller
+# add tens to a few hundred ns to a local access (Pond, ASPLOS 2023: 70-90
+# ns; the MICRO 2023 study of three genuine devices: CXL-A 35 % over a
+# remote socket, an FPGA device about 3x); past 1 us a figure is a typo. A
+# link carries at most a PCIe 6.0 / CXL 3.x x16 port's 128 GB/s a
+# direction, twice that allowed; a device's own memory at most 1 TB/s.
+MEMORY_NODE_LIMITS = {
+    "link_latency_ns": (1.0, 1000.0, "ns (round trip: what the link, its ports and the device's controller add "
+                                     "to a local access)"),
+    "link_bandwidth_gbps": (0.5, 256.0, "GB/s (the data a link carries a direction, its protocol's overhead "
+                                        "off; PCIe 5.0 x8 is 32 GB/s raw, x16 64)"),
+    "bandwidth_gbps": (0.5, 1024.0, "GB/s (the device's own memory, sustained)"),
+}
 X86_MAX_NODES = min(X86_MAX_NUMNODES, QEMU_MAX_NODES)
 X86_MAX_CPUS = min(X86_NR_CPUS, QEMU_Q35_MAX_CPUS)
 # A torus of at most X86_MAX_NODES nodes has at most log2 of that many
@@ -155,11 +169,53 @@ def check_distances(path, guest_isa: str, count: int, max_hops: int, local: floa
                                 f"{' and '.join(str(v) for v in sorted(values))} MB/s")
 
 
+def check_memory_nodes(topo: Topology) -> None:
+    """What QEMU can encode once CPU-less memory nodes are in (the CPU
+    nodes' part is check_distances'): every node's SLIT distance, and the
+    HMAT latency and bandwidth of every initiator (a CPU node) and target;
+    an error names the memory node (or switch) whose figure is out of reach."""
+    def field(j: int, name: str) -> str:
+        return f"memory_nodes[{j - topo.cpu_nodes}].{name}"
+    local = topo.local_latency_ns
+    for i in range(topo.nodes):
+        for j in range(topo.cpu_nodes, topo.nodes):
+            for a, b in ((i, j), (j, i)):
+                lat = topo.latency_ns(a, b)
+                if slit_distance(local, lat) > QEMU_NUMA_DISTANCE_MAX + 0.5:
+                    raise TopologyError(topo.path, field(j, "link_latency_ns"),
+                                        f"a memory node at most {QEMU_NUMA_DISTANCE_MAX / 10:g} x the local latency "
+                                        f"from every node (its SLIT distance, 10 x the ratio, must be <= "
+                                        f"{QEMU_NUMA_DISTANCE_MAX}, QEMU's NUMA_DISTANCE_MAX), got {lat:g} ns from "
+                                        f"node {a} to node {b} = {lat / local:.3g} x local")
+                if a < topo.cpu_nodes and lat > QEMU_HMAT_MAX_ENTRY + 0.5:
+                    raise TopologyError(topo.path, field(j, "link_latency_ns"),
+                                        f"latencies up to {QEMU_HMAT_MAX_ENTRY} ns (QEMU's HMAT stores them as "
+                                        f"16-bit multiples of a base that can be 1 ns), got {lat:g} ns")
+    values = {round(topo.bandwidth_gbps(i, j) * 1000): j for i in range(topo.cpu_nodes) for j in range(topo.nodes)}
+    bitmap = 0
+    for v in values:
+        bitmap |= v << 20
+    first, last = (bitmap & -bitmap).bit_length() - 1, bitmap.bit_length()
+    if last > 64 or last - first > 16 or max(values) << 20 >> first > QEMU_HMAT_MAX_ENTRY:
+        worst = min(values)
+        j = values[worst]
+        raise TopologyError(topo.path, field(j, "bandwidth_gbps") if j >= topo.cpu_nodes else "memory.bandwidth_gbps",
+                            f"bandwidths QEMU's HMAT can encode together: in MB/s, each at most "
+                            f"{QEMU_HMAT_MAX_ENTRY} times the largest power of two dividing all of them "
+                            f"(hw/core/numa.c), got {' and '.join(str(v) for v in sorted(values))} MB/s")
+
+
 def check_host(topo: Topology) -> None:
     """Guest memory within the host's physical memory: QEMU backs every guest
     MiB with a host MiB. Not part of parse(): a stored run's topology must
     still read back on a smaller host."""
     host = host_memory_mib()
+    if topo.total_memory_mib > host and topo.memory_nodes:
+        raise TopologyError(topo.path, "nodes.memory_mib",
+                            f"guest memory within this host's physical memory, {host} MiB (QEMU backs every guest "
+                            f"MiB with host memory): nodes.count x nodes.memory_mib + the memory nodes' memory_mib, "
+                            f"got {topo.cpu_nodes} x {topo.memory_mib} + "
+                            f"{' + '.join(str(m.memory_mib) for m in topo.memory_nodes)} = {topo.total_memory_mib} MiB")
     if topo.total_memory_mib > host:
         raise TopologyError(topo.path, "nodes.memory_mib",
                             f"at most {host // topo.nodes} MiB per node: nodes.count x nodes.memory_mib must fit this "

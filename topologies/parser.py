@@ -14,13 +14,16 @@ from topologies.limits import (
     GUEST_ISAS,
     MAX_CLOCK_GHZ,
     MAX_TORUS_DIMS,
+    MEMORY_NODE_LIMITS,
     MIN_CLOCK_GHZ,
     QEMU_MAX_CYCLE_PS,
     QEMU_MAX_PAUSE_CYCLES,
+    X86_MAX_NODES,
     check_counts,
     check_distances,
+    check_memory_nodes,
 )
-from topologies.model import Cache, Topology
+from topologies.model import Cache, MemoryNode, Switch, Topology
 from topologies.routes import socket_hops, torus_hops
 
 
@@ -153,16 +156,102 @@ def parse(text: str, path: Path) -> Topology:
                     expected="a non-empty list of citations for the figures")
     disk = r.get("disk.model", str, required=False, default="", check=lambda v: v in _disk_names(),
                  expected=f"a disk model of topologies/disks.toml ({', '.join(_disk_names())})")
-    return Topology(
+    switches = _switches(r, path, count)
+    mem_nodes = _memory_nodes(r, path, guest_isa, count, switches, mem, float(real))
+    topo = Topology(
         name=name, path=path, text=text, description=r.get("description", str, required=False, default=""),
-        native_isa=native_isa, guest_isa=guest_isa, nodes=count, cpus_per_node=cpn,
+        native_isa=native_isa, guest_isa=guest_isa, nodes=count + len(mem_nodes), cpus_per_node=cpn,
         memory_mib=mem, real_memory_gib=float(real), kind=kind, dims=dims, links=links,
         local_latency_ns=float(local), hop_latency_ns=float(hop), memory_bandwidth_gbps=float(mbw),
         link_bandwidth_gbps=float(lbw), clock_ghz=float(clock), caches=tuple(caches),
         sources=tuple(sources), notes=r.get("notes", str, required=False, default=""), hops=hops,
         disk=disk or disks.default_for(native_isa), disk_default=not disk,
         pause_cycles=int(pause), core=core_mod.parse(r, path, native_isa, TopologyError),
-        tlb=tlb_mod.parse(r, path, native_isa, TopologyError), socket_c2c_ns=float(sock_c2c))
+        tlb=tlb_mod.parse(r, path, native_isa, TopologyError), socket_c2c_ns=float(sock_c2c),
+        memory_nodes=mem_nodes, switches=switches, cpu_nodes=count)
+    if mem_nodes:  # the hop matrix over every node: a memory node's own link (and its switch's port) count
+        topo.hops = [[len(topo.vertex_path(i, j)) for j in range(topo.nodes)] for i in range(topo.nodes)]
+        check_memory_nodes(topo)
+    return topo
+
+
+def _within(r, field_: str, limit: str) -> float:
+    """A figure within MEMORY_NODE_LIMITS[limit]."""
+    lo, hi, what = MEMORY_NODE_LIMITS[limit]
+    return float(r.get(field_, NUM, check=lambda v: lo <= v <= hi, expected=f"{lo:g} to {hi:g} {what}"))
+
+
+def _figures(r, base: str) -> tuple[float, float]:
+    """A link's round-trip latency and bandwidth."""
+    return (_within(r, f"{base}.link_latency_ns", "link_latency_ns"),
+            _within(r, f"{base}.link_bandwidth_gbps", "link_bandwidth_gbps"))
+
+
+def _switches(r, path, count: int) -> tuple[Switch, ...]:
+    """[[switches]]: memory switches shared by sockets (optional)."""
+    raw = r.get("switches", list, required=False, default=[], expected="a list of [[switches]] tables")
+    out, names = [], set()
+    for k, sw in enumerate(raw):
+        base = f"switches[{k}]"
+        if not isinstance(sw, dict):
+            raise TopologyError(path, base, f"a table (name, attach, link_latency_ns, link_bandwidth_gbps), "
+                                            f"got {_short(sw)}")
+        sr = _Reader(path, {base: sw})
+        name = sr.get(f"{base}.name", str, check=lambda v: v.isidentifier() and v not in names,
+                      expected="a name of its own (letters, digits, _), not used by another switch")
+        names.add(name)
+        att = sr.get(f"{base}.attach", list, check=lambda v: len(v) > 0 and len(set(map(repr, v))) == len(v) and all(
+                         isinstance(x, int) and not isinstance(x, bool) and 0 <= x < count for x in v),
+                     expected=f"a list of distinct CPU node numbers in 0..{count - 1} (the sockets sharing it)")
+        out.append(Switch(name, tuple(att), *_figures(sr, base)))
+    return tuple(out)
+
+
+def _memory_nodes(r, path, guest_isa: str, count: int, switches, mib_cpu: int,
+                  real_cpu: float) -> tuple[MemoryNode, ...]:
+    """[[memory_nodes]]: CPU-less memory nodes (optional), numbered after the
+    CPU nodes, at the CPU nodes' memory scale (within 1 %)."""
+    scale = mib_cpu / (real_cpu * 1024.0)
+    raw = r.get("memory_nodes", list, required=False, default=[], expected="a list of [[memory_nodes]] tables")
+    if raw and guest_isa != "x86_64":
+        raise TopologyError(path, "memory_nodes",
+                            f"no CPU-less memory nodes on an {guest_isa} guest (QEMU's clipper has one memory and "
+                            f"no NUMA tables, and Linux removed Alpha NUMA in 5.14: the guest could not see the "
+                            f"node), got {len(raw)}")
+    if count + len(raw) > X86_MAX_NODES:
+        raise TopologyError(path, "memory_nodes",
+                            f"at most {X86_MAX_NODES - count} memory nodes beside {count} CPU nodes (at most "
+                            f"{X86_MAX_NODES} nodes in all, the guest kernel's MAX_NUMNODES and QEMU's), got "
+                            f"{len(raw)}")
+    names = {s.name for s in switches}
+    out = []
+    for k, node in enumerate(raw):
+        base = f"memory_nodes[{k}]"
+        if not isinstance(node, dict):
+            raise TopologyError(path, base, f"a table (attach, memory_mib, real_memory_gib, link_latency_ns, "
+                                            f"link_bandwidth_gbps, bandwidth_gbps), got {_short(node)}")
+        mr = _Reader(path, {base: node})
+        where = f"a CPU node number in 0..{count - 1}" + (f" or a switch ({', '.join(sorted(names))})"
+                                                          if names else "")
+        attach = mr.get(f"{base}.attach", (int, str), expected=f"{where}: the socket (or switch) it hangs off",
+                        check=lambda v: (v in names) if isinstance(v, str) else 0 <= v < count)
+        mib = mr.get(f"{base}.memory_mib", int, check=lambda v: v >= 16,
+                     expected="an integer >= 16 (MiB at the simulated scale)")
+        real = mr.get(f"{base}.real_memory_gib", NUM, check=lambda v: v > 0,
+                      expected="a positive number (GiB on the real machine)")
+        if abs(mib / (real * 1024.0) - scale) > 0.01 * scale:
+            raise TopologyError(path, f"{base}.memory_mib",
+                                f"the machine's scale, {mib_cpu} MiB for {real_cpu:g} GiB (scale 1/{1 / scale:g}): "
+                                f"{real * 1024.0 * scale:g} MiB for {real:g} GiB, so capacities keep their ratio, "
+                                f"got {mib} MiB (scale 1/{real * 1024.0 / mib:g})")
+        lat, lbw = _figures(mr, base)
+        bw = _within(mr, f"{base}.bandwidth_gbps", "bandwidth_gbps")
+        out.append(MemoryNode(attach, mib, float(real), lat, lbw, bw))
+    for k, sw in enumerate(switches):
+        if not any(m.attach == sw.name for m in out):
+            raise TopologyError(path, f"switches[{k}]", f"a memory node attached to switch {sw.name!r} "
+                                                        "(memory_nodes[].attach), got none")
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=1)  # every topology load checks against it; the file is read once

@@ -4,10 +4,7 @@ published figure for the machine the topology models and the bound the
 topology's own numbers set (Little's law over its miss tracking)."""
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-import topologies
+from analysis import kit
 
 QUERY_TABLE = "records"
 
@@ -23,16 +20,17 @@ PUBLISHED = {
 
 
 def rows(con, run_id: int) -> tuple[list[dict], dict | None]:
-    recs = [json.loads(r["body"]) for r in con.execute(
-        "SELECT body FROM records WHERE run_id = ? AND type = 'bw' ORDER BY lineno", (run_id,))]
-    node = con.execute("SELECT body FROM records WHERE run_id = ? AND type = 'bw_node'", (run_id,)).fetchone()
-    return recs, json.loads(node["body"]) if node else None
+    """Its "bw" records, and its "bw_node" record (or None)."""
+    node = kit.bodies(con, run_id, "bw_node")
+    return kit.bodies(con, run_id, "bw"), node[0] if node else None
 
 
-def bounds(topo, hops: int) -> dict:
-    """What the topology's own numbers allow one core: the latency, and the
-    stream bandwidth Little's law gives its miss tracking."""
-    lat = topo.local_latency_ns + hops * topo.hop_latency_ns
+def bounds(topo, home: int, node: int) -> dict:
+    """What the topology's own numbers allow one core of node `home` reading
+    node `node`: the latency (the topology's, CPU-less memory nodes' own
+    links included), and the stream bandwidth Little's law gives its miss
+    tracking."""
+    lat = topo.latency_ns(home, node)
     c = topo.core
     track = c.l2_queue if c.prefetch_streams else c.fill_buffers
     return {"latency_ns": lat, "stream_gbps": min(track * 64 / lat, topo.memory_bandwidth_gbps),
@@ -40,23 +38,23 @@ def bounds(topo, hops: int) -> dict:
 
 
 def figures(con, run_id: int, r, params: dict, w) -> None:
-    run = con.execute("SELECT topology, topology_toml, timing_mode FROM runs WHERE id = ?", (run_id,)).fetchone()
-    topo = topologies.parse(run["topology_toml"], Path(f"{run['topology']}.toml"))
     recs, node = rows(con, run_id)
     if not recs:
         return
+    topo = kit.run_topology(con, run_id)
     pub = PUBLISHED.get(topo.native_isa, {})
-    w(f"\nbwprobe ({run['timing_mode']} timing; {topo.core.describe()}): guest clock")
-    w("  node hops  test      GB/s   ns/access   topology bound")
-    home = recs[0]["node"]
+    w(f"\nbwprobe ({r['timing_mode']} timing; {topo.core.describe()}): guest clock")
+    home, table = recs[0]["node"], []
     for b in recs:
         hops = topo.hops[home][b["node"]]
-        bd = bounds(topo, hops)
+        bd = bounds(topo, home, b["node"])
         bound = (f"{bd['latency_ns']:.1f} ns latency" if b["test"] == "chase" else
                  f"{bd['random_ns']:.1f} ns (latency / fill buffers)" if b["test"] == "random" else
                  f"{bd['stream_gbps']:.1f} GB/s (Little's law)" if b["test"] == "read" else "")
-        nsa = f"{b['ns_per_access']:.2f}" if b["accesses"] else "-"
-        w(f"  {b['node']:>4} {hops:>4}  {b['test']:<8} {b['gbps']:>6.2f} {nsa:>11}   {bound}")
+        table.append([b["node"], hops, b["test"], f"{b['gbps']:.2f}",
+                      f"{b['ns_per_access']:.2f}" if b["accesses"] else "-", bound])
+    for line in kit.text_table(["node", "hops", "test", "GB/s", "ns/access", "topology bound"], table, left={2, 5}):
+        w("  " + line)
     chase = {b["node"]: b["ns_per_access"] for b in recs if b["test"] == "chase"}
     rnd = {b["node"]: b["ns_per_access"] for b in recs if b["test"] == "random"}
     for n in chase:

@@ -5,11 +5,8 @@ memory latency, misprediction penalty: topologies/core.py) and the published
 one for the machine the topology models (PUBLISHED, with sources)."""
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-import topologies
-from analysis.rows import insert
+from analysis import kit
+from analysis.kit import RUN_ID, Column, Table
 from topologies import core as core_module
 
 QUERY_TABLE = "coreprobe"
@@ -22,30 +19,29 @@ TESTS = ("dep_add", "indep_add", "imul", "div32", "div64", "fpadd", "fpmul", "l1
 KERNEL = ("syscall", "page_fault", "fork")
 MEMORY = ("index_chase", "pointer_chase")
 
-# Versioned like the core schema (analysis/schema.py): append, never edit.
-SCHEMA = [
-    """
-    CREATE TABLE IF NOT EXISTS coreprobe (
-        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        name TEXT NOT NULL,
-        iterations INTEGER,
-        reps INTEGER,
-        ns_per_op REAL,
-        ns_mean REAL,
-        cycles_per_op REAL,
-        clock_ghz REAL,
-        gbps REAL,
-        impl TEXT,
-        cpu INTEGER,
-        node INTEGER,
-        pinned INTEGER,
-        on_node REAL,
-        skipped INTEGER NOT NULL DEFAULT 0,
-        note TEXT,
-        PRIMARY KEY (run_id, name)
-    );
-    """,
-]
+CORE = Table("coreprobe", "coreprobe: one core's instruction latencies and throughput, L1 and memory load latency, "
+             "branch misprediction penalty, scalar sum bandwidth, null syscall, page fault and fork, on the guest "
+             "clock (one row per test).", (
+                 RUN_ID,
+                 Column("name", "TEXT", "the test (experiments/coreprobe/coreprobe.c lists them)", not_null=True),
+                 Column("iterations", "INTEGER", "operations per timed pass"),
+                 Column("reps", "INTEGER", "timed passes after one warm-up pass"),
+                 Column("ns_per_op", "REAL", "guest ns per operation, best pass"),
+                 Column("ns_mean", "REAL", "guest ns per operation, mean of the passes"),
+                 Column("cycles_per_op", "REAL", "ns_per_op at the topology's clock"),
+                 Column("clock_ghz", "REAL"),
+                 Column("gbps", "REAL", "scalar_sum's GB/s (bytes / best pass)"),
+                 Column("impl", "TEXT", "x86_64 asm, or c (portable fallback: Alpha)"),
+                 Column("cpu", "INTEGER"),
+                 Column("node", "INTEGER"),
+                 Column("pinned", "INTEGER", "1 if the probe ran pinned to its CPU"),
+                 Column("on_node", "REAL", "share of the buffer's sampled pages on the CPU's node"),
+                 Column("skipped", "INTEGER", "1 if the test could not run (note says why)", not_null=True,
+                        default=0),
+                 Column("note", "TEXT"),
+             ), key=("run_id", "name"))
+TABLES = (CORE,)
+SCHEMA = kit.schema(*TABLES)  # versioned: a new table or column takes the next step (analysis/kit.py)
 
 # Published figures, per native ISA of the machine modeled: test -> (low,
 # high, unit, source). Cycles for the core's tests; high None: "at least low".
@@ -111,12 +107,7 @@ def ingest(con, run_id: int, parsed, topo) -> None:
         b = r.body
         note = b.get("note") or "; ".join(f"{k} {b[k]}" for k in ("pattern", "derived_from", "call", "minflt",
                                                                    "page_bytes") if k in b) or None
-        insert(con, "coreprobe", {
-            "run_id": run_id, "name": b.get("name"), "iterations": b.get("iterations"), "reps": b.get("reps"),
-            "ns_per_op": b.get("ns_per_op"), "ns_mean": b.get("ns_mean"), "cycles_per_op": b.get("cycles_per_op"),
-            "clock_ghz": b.get("clock_ghz"), "gbps": b.get("gbps"), "impl": b.get("impl"), "cpu": b.get("cpu"),
-            "node": b.get("node"), "pinned": b.get("pinned"), "on_node": b.get("on_node"),
-            "skipped": b.get("skipped", 0), "note": note})
+        CORE.insert(con, CORE.from_body(b, run_id=run_id, note=note))
 
 
 def rows(con, run_id: int) -> dict[str, dict]:
@@ -125,11 +116,6 @@ def rows(con, run_id: int) -> dict[str, dict]:
     got = {r["name"]: dict(r) for r in con.execute("SELECT * FROM coreprobe WHERE run_id = ?", (run_id,))}
     order = {t: i for i, t in enumerate(TESTS)}
     return dict(sorted(got.items(), key=lambda kv: order.get(kv[0], len(order))))
-
-
-def _topology(con, run_id: int):
-    run = con.execute("SELECT topology, topology_toml, timing_mode FROM runs WHERE id = ?", (run_id,)).fetchone()
-    return topologies.parse(run["topology_toml"], Path(f"{run['topology']}.toml")), run["timing_mode"]
 
 
 def _value(row: dict, unit: str) -> float | None:
@@ -153,7 +139,7 @@ def figures(con, run_id: int, r, params: dict, w) -> None:
     got = rows(con, run_id)
     if not got:
         return
-    topo, mode = _topology(con, run_id)
+    topo, mode = kit.run_topology(con, run_id), r["timing_mode"]
     conf, pub = configured(topo), PUBLISHED.get(topo.native_isa, {})
     native = core_module.NATIVE.get(topo.native_isa)
     if native is None or (topo.core.exec_table, topo.core.width, topo.core.mispredict_cycles) != (
@@ -201,9 +187,3 @@ def compare_figures(con, run_id: int) -> dict[str, tuple[float, str]]:
         if row["gbps"] is not None:
             out[f"coreprobe.{name}.gbps"] = (float(row["gbps"]), "GB/s")
     return out
-
-
-def records(con, run_id: int) -> list[dict]:
-    """The raw "core" records of a run (every key the guest sent)."""
-    return [json.loads(x["body"]) for x in con.execute(
-        "SELECT body FROM records WHERE run_id = ? AND type = 'core' ORDER BY lineno", (run_id,))]

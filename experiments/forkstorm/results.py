@@ -2,57 +2,51 @@
 per worker, the seed's lock classes as metrics, and its part of the summary."""
 from __future__ import annotations
 
-import json
-
-from analysis.rows import insert, metric
+from analysis import kit
+from analysis.kit import RUN_ID, Column, Table
+from analysis.rows import metric
 
 SANITY = True  # it sends a sanity record; the summary says so when it is missing
 QUERY_TABLE = "forkstorm_ticks"
 
-SCHEMA = [  # versioned: append, never edit (see experiments/memeater/results.py)
-    """
-    CREATE TABLE IF NOT EXISTS forkstorm_ticks (
-        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        seq INTEGER NOT NULL,
-        t_ms REAL NOT NULL,
-        jobs INTEGER NOT NULL,
-        live_workers INTEGER,
-        pswpout INTEGER,
-        pgscan INTEGER,
-        kswapd_s REAL,
-        PRIMARY KEY (run_id, seq)
-    );
-    CREATE TABLE IF NOT EXISTS forkstorm_workers (
-        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        worker INTEGER NOT NULL,
-        jobs INTEGER NOT NULL,
-        PRIMARY KEY (run_id, worker)
-    );
-    """,
-]
+TICKS = Table("forkstorm_ticks", "forkstorm: jobs done, swap and scanning sampled over the storm.", (
+    RUN_ID,
+    Column("seq", "INTEGER", not_null=True),
+    Column("t_ms", "REAL", not_null=True),
+    Column("jobs", "INTEGER", not_null=True),
+    Column("live_workers", "INTEGER"),
+    Column("pswpout", "INTEGER"),
+    Column("pgscan", "INTEGER"),
+    Column("kswapd_s", "REAL"),
+), key=("run_id", "seq"))
+WORKERS = Table("forkstorm_workers", "forkstorm: jobs per worker process.", (
+    RUN_ID,
+    Column("worker", "INTEGER", not_null=True),
+    Column("jobs", "INTEGER", not_null=True),
+), key=("run_id", "worker"))
+TABLES = (TICKS, WORKERS)
+SCHEMA = kit.schema(*TABLES)  # versioned: a new table or column takes the next step (analysis/kit.py)
 
 
 def ingest(con, run_id: int, parsed, topo) -> None:
     for r in parsed.of("forkstorm_tick"):
         b, v = r.body, r.body.get("vmstat", {})
-        insert(con, "forkstorm_ticks", {
-            "run_id": run_id, "seq": b.get("seq"), "t_ms": b.get("t_ms"), "jobs": b.get("jobs"),
-            "live_workers": b.get("live_workers"), "pswpout": v.get("pswpout"),
-            "pgscan": (v.get("pgscan_kswapd") or 0) + (v.get("pgscan_direct") or 0), "kswapd_s": b.get("kswapd_s")})
+        TICKS.insert(con, TICKS.from_body(b, run_id=run_id, pswpout=v.get("pswpout"),
+                                          pgscan=(v.get("pgscan_kswapd") or 0) + (v.get("pgscan_direct") or 0)))
     done = parsed.first("forkstorm_done")
     if done:
-        insert(con, "forkstorm_workers", [{"run_id": run_id, "worker": w, "jobs": j}
-                                          for w, j in enumerate(done.body.get("per_worker", []))])
+        WORKERS.insert(con, [{"run_id": run_id, "worker": w, "jobs": j}
+                             for w, j in enumerate(done.body.get("per_worker", []))])
         for lock, c in (done.body.get("locks") or {}).items():
             metric(con, run_id, f"forkstorm.lock_contentions.{lock}", c.get("contentions"), "contentions")
 
 
 def figures(con, run_id: int, r, params: dict, w) -> None:
-    done = con.execute("SELECT body FROM records WHERE run_id = ? AND type = 'forkstorm_done'", (run_id,)).fetchone()
+    done = kit.bodies(con, run_id, "forkstorm_done")
     if not done:
         w("storm:   no forkstorm_done record")
         return
-    b = json.loads(done["body"])
+    b = done[0]
     v = b.get("vmstat", {})
     busy = (b.get("user_s") or 0) + (b.get("sys_s") or 0)
     family = params.get("family_mib") or 0

@@ -5,11 +5,8 @@ topology configures it, as the model charged it, and as the guest's own
 clock measured it. That comparison is its part of the summary."""
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import timing
-import topologies
+from analysis import kit
 from protocol import facts
 
 QUERY_TABLE = "timing_phases"
@@ -26,8 +23,7 @@ C2C_PUBLISHED = {"x86_64": {"socket": (48.8, 55.6, "same socket, HITM: 48.8-55.6
 def c2c_rows(con, run_id: int, topo) -> list[dict]:
     """The guest's cache-to-cache reads (MLC-style), beside the model's formula."""
     out = []
-    for rec in con.execute("SELECT body FROM records WHERE run_id = ? AND type = 'c2c' ORDER BY lineno", (run_id,)):
-        b = json.loads(rec["body"])
+    for b in kit.bodies(con, run_id, "c2c"):
         r, wn, h = b["node"], b["writer_node"], b["home"]
         case = "socket" if r == wn else "writer" if h == wn else "reader"
         out.append({**b, "case": case, "hops": topo.hops[r][wn], "formula_ns": timing.c2c_ns(topo, r, h, wn)})
@@ -38,59 +34,53 @@ def rows(con, run_id: int):
     """Per distance class: the model's time per load in the pointer chase and
     per lock transfer in the ping-pong, beside what the topology configures
     (memory: local + hops x hop; transfer: the model's cache-to-cache formula)."""
-    r = con.execute("SELECT topology, topology_toml FROM runs WHERE id = ?", (run_id,)).fetchone()
-    topo = topologies.parse(r["topology_toml"], Path(f"{r['topology']}.toml"))
+    topo = kit.run_topology(con, run_id)
     phases = {(p["phase_id"], p["instance"], p["cpu"]): p for p in
               con.execute("SELECT * FROM timing_phases WHERE run_id = ?", (run_id,))}
     chase_id, pingpong_id = facts.phase_id("latprobe.chase"), facts.phase_id("latprobe.pingpong")
     chase, pingpong = [], []
     # the index chase (p = a[p]) of each node, on the guest's clock
-    ichase = {b["node"]: b["guest_ms"] * 1e6 / b["loads"] for b in
-              (json.loads(r["body"]) for r in con.execute(
-                  "SELECT body FROM records WHERE run_id = ? AND type = 'ichase'", (run_id,))) if b.get("loads")}
-    for rec in con.execute("SELECT type, body FROM records WHERE run_id = ? AND type IN ('chase', 'pingpong') "
-                           "ORDER BY lineno", (run_id,)):
-        b = json.loads(rec["body"])
+    ichase = {b["node"]: b["guest_ms"] * 1e6 / b["loads"] for b in kit.bodies(con, run_id, "ichase")
+              if b.get("loads")}
+    for b in kit.bodies(con, run_id, "chase"):
         home, node = b["home"], b["node"]
-        hops = topo.hops[home][node]
-        if rec["type"] == "chase":
-            p = phases.get((chase_id, node, b["cpu"]))
-            model = (p["end_ps"] - p["begin_ps"]) / 1000.0 / b["loads"] if p else None
-            want = timing.memory_ns(topo, home, node)
-            chase.append({"node": node, "hops": hops, "slit": b["distance"], "loads": b["loads"],
-                          "on_node": b["on_node"], "configured_ns": want, "model_ns": model,
-                          "guest_ns": b["guest_ms"] * 1e6 / b["loads"] if b.get("guest_ms") else None,
-                          "index_guest_ns": ichase.get(node),
-                          "error_pct": 100.0 * (model - want) / want if model else None})
-        else:
-            mine, theirs = phases.get((pingpong_id, node, b["cpu"])), phases.get((pingpong_id, node, b["partner"]))
-            if not (mine and theirs):
-                pingpong.append({"node": node, "hops": hops, "partner": b["partner"], "model_ns": None})
-                continue
-            xfers = mine["lock_xfers"] + theirs["lock_xfers"]
-            ps = mine["lock_ps"] + theirs["lock_ps"]
-            pnode = b["partner"] // topo.cpus_per_node
-            cnode = b["cpu"] // topo.cpus_per_node
-            want = timing.pingpong_ns(topo, pnode, home, cnode)
-            model = ps / 1000.0 / xfers if xfers else None
-            pingpong.append({"node": node, "hops": topo.hops[cnode][pnode], "partner": b["partner"],
-                             "increments": b["increments"], "transfers": xfers,
-                             "per_increment": xfers / b["increments"], "model_ns": model, "formula_ns": want,
-                             # the prober's own clock around its loop: one round trip = two hand-offs
-                             "guest_rtt_ns": b.get("rtt_ns") or None,
-                             "error_pct": 100.0 * (model - want) / want if model else None})
+        p = phases.get((chase_id, node, b["cpu"]))
+        model = (p["end_ps"] - p["begin_ps"]) / 1000.0 / b["loads"] if p else None
+        want = timing.memory_ns(topo, home, node)
+        chase.append({"node": node, "hops": topo.hops[home][node], "slit": b["distance"], "loads": b["loads"],
+                      "on_node": b["on_node"], "configured_ns": want, "model_ns": model,
+                      "guest_ns": b["guest_ms"] * 1e6 / b["loads"] if b.get("guest_ms") else None,
+                      "index_guest_ns": ichase.get(node),
+                      "error_pct": 100.0 * (model - want) / want if model else None})
+    for b in kit.bodies(con, run_id, "pingpong"):
+        home, node = b["home"], b["node"]
+        mine, theirs = phases.get((pingpong_id, node, b["cpu"])), phases.get((pingpong_id, node, b["partner"]))
+        if not (mine and theirs):
+            pingpong.append({"node": node, "hops": topo.hops[home][node], "partner": b["partner"], "model_ns": None})
+            continue
+        xfers = mine["lock_xfers"] + theirs["lock_xfers"]
+        ps = mine["lock_ps"] + theirs["lock_ps"]
+        pnode = b["partner"] // topo.cpus_per_node
+        cnode = b["cpu"] // topo.cpus_per_node
+        want = timing.pingpong_ns(topo, pnode, home, cnode)
+        model = ps / 1000.0 / xfers if xfers else None
+        pingpong.append({"node": node, "hops": topo.hops[cnode][pnode], "partner": b["partner"],
+                         "increments": b["increments"], "transfers": xfers,
+                         "per_increment": xfers / b["increments"], "model_ns": model, "formula_ns": want,
+                         # the prober's own clock around its loop: one round trip = two hand-offs
+                         "guest_rtt_ns": b.get("rtt_ns") or None,
+                         "error_pct": 100.0 * (model - want) / want if model else None})
     return chase, pingpong
 
 
 def pause_turn(con, run_id: int):
     """(guest ns per spin-loop turn, ns the topology gives a PAUSE) or None."""
-    rec = con.execute("SELECT body FROM records WHERE run_id = ? AND type = 'pause'", (run_id,)).fetchone()
+    rec = kit.bodies(con, run_id, "pause")
     if not rec:
         return None
-    r = con.execute("SELECT topology, topology_toml FROM runs WHERE id = ?", (run_id,)).fetchone()
-    topo = topologies.parse(r["topology_toml"], Path(f"{r['topology']}.toml"))
+    topo = kit.run_topology(con, run_id)
     # the engine's own cycle (rounded to whole ps), not the clock's exact period
-    return json.loads(rec["body"])["ns_per_turn"], topo.pause_cycles * topo.cycle_ps / 1000.0
+    return rec[0]["ns_per_turn"], topo.pause_cycles * topo.cycle_ps / 1000.0
 
 
 def figures(con, run_id: int, r, params: dict, w) -> None:
@@ -116,8 +106,7 @@ def figures(con, run_id: int, r, params: dict, w) -> None:
           + (f" {c['index_guest_ns']:>9.1f} "
              f"{100 * (c['index_guest_ns'] - c['configured_ns']) / c['configured_ns']:>+7.2f} %"
              if c.get("index_guest_ns") else "          -"))
-    run = con.execute("SELECT topology, topology_toml FROM runs WHERE id = ?", (run_id,)).fetchone()
-    topo = topologies.parse(run["topology_toml"], Path(f"{run['topology']}.toml"))
+    topo = kit.run_topology(con, run_id)
     cc = c2c_rows(con, run_id, topo)
     if cc:
         pub = C2C_PUBLISHED.get(topo.native_isa, {})

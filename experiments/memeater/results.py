@@ -6,65 +6,57 @@ from __future__ import annotations
 
 import statistics
 
+from analysis import kit
+from analysis.kit import RUN_ID, Column, Table, View
 from analysis.rows import hops_from_home, insert, metric, mib
 from protocol import facts
 
 QUERY_TABLE = "chunk_times"
 
-# Versioned like the core schema (analysis/schema.py): append, never edit. The
-# core's first migrations created these before experiments owned their
-# tables; IF NOT EXISTS lets such databases converge with new ones.
-SCHEMA = [
-    f"""
-    CREATE TABLE IF NOT EXISTS chunk_times (
-        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        cycle INTEGER NOT NULL,
-        chunk INTEGER NOT NULL,
-        wall_ms REAL NOT NULL,
-        cpu_ms REAL,
-        t_ms REAL,
-        minflt INTEGER,
-        majflt INTEGER,
-        absent_pages INTEGER,
-        sampled_pages INTEGER,
-        main_node INTEGER,
-        swap_used_kib INTEGER,
-        PRIMARY KEY (run_id, cycle, chunk)
-    );
-    CREATE VIEW IF NOT EXISTS v_chunk_cycle AS
-        SELECT run_id, cycle, COUNT(*) AS chunks, MIN(wall_ms) AS min_ms, AVG(wall_ms) AS avg_ms,
-               MAX(wall_ms) AS max_ms, SUM(wall_ms) AS total_ms, SUM(majflt) AS majflt
-        FROM chunk_times GROUP BY run_id, cycle;
-    -- the guest's own clock beside the model's time (the guest marks
-    -- instance = cycle << 32 | chunk)
-    CREATE VIEW IF NOT EXISTS v_timing_chunks AS
-        SELECT p.run_id, p.instance >> 32 AS cycle, p.instance & 4294967295 AS chunk, p.cpu,
-               c.wall_ms AS guest_ms, (p.end_ps - p.begin_ps) / 1e9 AS modeled_ms, p.insns, p.misses,
-               p.remote, p.stall_ps / 1e9 AS stall_ms
-        FROM timing_phases p LEFT JOIN chunk_times c
-          ON c.run_id = p.run_id AND c.cycle = p.instance >> 32 AND c.chunk = p.instance & 4294967295
-        WHERE p.phase_id = {facts.phase_id("memeater.chunk")};
-    """,
-    # 2: each cycle's time, swap and reclaim (record memeater_cycle)
-    """
-    CREATE TABLE IF NOT EXISTS memeater_cycles (
-        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        cycle INTEGER NOT NULL,
-        wall_ms REAL NOT NULL,
-        swap_used_kib INTEGER,
-        pswpout INTEGER,
-        pswpin INTEGER,
-        pgscan_kswapd INTEGER,
-        pgscan_direct INTEGER,
-        pgsteal_kswapd INTEGER,
-        pgsteal_direct INTEGER,
-        pgmajfault INTEGER,
-        PRIMARY KEY (run_id, cycle)
-    );
-    """,
-]
+CHUNK_TIMES = Table("chunk_times", "memeater: guest time to memset each chunk, per cycle, and where its pages live.", (
+    RUN_ID,
+    Column("cycle", "INTEGER", not_null=True),
+    Column("chunk", "INTEGER", not_null=True),
+    Column("wall_ms", "REAL", "guest ms for the chunk", not_null=True),
+    Column("cpu_ms", "REAL"),
+    Column("t_ms", "REAL"),
+    Column("minflt", "INTEGER"),
+    Column("majflt", "INTEGER", "major faults during the chunk (swap-ins)"),
+    Column("absent_pages", "INTEGER", field="absent"),
+    Column("sampled_pages", "INTEGER", field="sampled"),
+    Column("main_node", "INTEGER", "node holding most of the chunk's sampled pages"),
+    Column("swap_used_kib", "INTEGER", "swap in use after the chunk, KiB"),
+), key=("run_id", "cycle", "chunk"))
+V_CHUNK_CYCLE = View("v_chunk_cycle", "memeater: per cycle, min / average / max ms per chunk and major faults.", """
+    SELECT run_id, cycle, COUNT(*) AS chunks, MIN(wall_ms) AS min_ms, AVG(wall_ms) AS avg_ms,
+           MAX(wall_ms) AS max_ms, SUM(wall_ms) AS total_ms, SUM(majflt) AS majflt
+    FROM chunk_times GROUP BY run_id, cycle""")
+# the guest marks instance = cycle << 32 | chunk
+V_TIMING_CHUNKS = View(
+    "v_timing_chunks", "memeater with the timing model: the guest's and the model's ms per chunk side by side.", f"""
+    SELECT p.run_id, p.instance >> 32 AS cycle, p.instance & 4294967295 AS chunk, p.cpu,
+           c.wall_ms AS guest_ms, (p.end_ps - p.begin_ps) / 1e9 AS modeled_ms, p.insns, p.misses,
+           p.remote, p.stall_ps / 1e9 AS stall_ms
+    FROM timing_phases p LEFT JOIN chunk_times c
+      ON c.run_id = p.run_id AND c.cycle = p.instance >> 32 AND c.chunk = p.instance & 4294967295
+    WHERE p.phase_id = {facts.phase_id("memeater.chunk")}""")
 CYCLE_COUNTERS = ("pswpout", "pswpin", "pgscan_kswapd", "pgscan_direct", "pgsteal_kswapd", "pgsteal_direct",
                   "pgmajfault")
+# 2: each cycle's time, swap and reclaim (record memeater_cycle)
+MEMEATER_CYCLES = Table(
+    "memeater_cycles", "memeater: each cycle's time, swap use and reclaim deltas (swap growth over cycles).", (
+        RUN_ID,
+        Column("cycle", "INTEGER", not_null=True),
+        Column("wall_ms", "REAL", not_null=True),
+        Column("swap_used_kib", "INTEGER"),
+        *(Column(k, "INTEGER") for k in CYCLE_COUNTERS),
+    ), key=("run_id", "cycle"), step=2)
+TABLES = (CHUNK_TIMES, MEMEATER_CYCLES, V_CHUNK_CYCLE, V_TIMING_CHUNKS)
+# Versioned like the core schema (analysis/schema.py): a new table, view or
+# column takes the next step (analysis/kit.py). The core's first migrations
+# created chunk_times and its views before experiments owned their tables;
+# IF NOT EXISTS lets such databases converge with new ones.
+SCHEMA = kit.schema(*TABLES)
 
 
 def ingest(con, run_id: int, parsed, topo) -> None:
@@ -72,11 +64,8 @@ def ingest(con, run_id: int, parsed, topo) -> None:
         b = r.body
         placement = b.get("placement", {})
         main = max(placement, key=lambda k: placement[k]) if placement else None
-        insert(con, "chunk_times", {
-            "run_id": run_id, "cycle": b.get("cycle"), "chunk": b.get("chunk"), "wall_ms": b.get("wall_ms"),
-            "cpu_ms": b.get("cpu_ms"), "t_ms": b.get("t_ms"), "minflt": b.get("minflt"), "majflt": b.get("majflt"),
-            "absent_pages": b.get("absent"), "sampled_pages": b.get("sampled"),
-            "main_node": int(main) if main is not None else None, "swap_used_kib": b.get("swap_used_kib")})
+        CHUNK_TIMES.insert(con, CHUNK_TIMES.from_body(b, run_id=run_id,
+                                                      main_node=int(main) if main is not None else None))
         insert(con, "node_free", [{"run_id": run_id, "seq": seq, "cycle": b.get("cycle"), "chunk": b.get("chunk"),
                                    "node": n, "free_kib": v} for n, v in enumerate(b.get("free_kib", []))])
     # swap used after each chunk, at its highest: the summary's swap peak
@@ -84,10 +73,8 @@ def ingest(con, run_id: int, parsed, topo) -> None:
     peaks = [r.body["swap_used_kib"] for r in parsed.of("chunk") if r.body.get("swap_used_kib") is not None]
     if peaks:
         metric(con, run_id, "memeater.swap_peak_kib", max(peaks), "KiB")
-    insert(con, "memeater_cycles", [{"run_id": run_id, "cycle": r.body.get("cycle"), "wall_ms": r.body.get("wall_ms"),
-                                     "swap_used_kib": r.body.get("swap_used_kib"),
-                                     **{k: r.body.get("vmstat", {}).get(k) for k in CYCLE_COUNTERS}}
-                                    for r in parsed.of("memeater_cycle")])
+    MEMEATER_CYCLES.insert(con, [MEMEATER_CYCLES.from_body(r.body, run_id=run_id, **{
+        k: r.body.get("vmstat", {}).get(k) for k in CYCLE_COUNTERS}) for r in parsed.of("memeater_cycle")])
     done = parsed.first("memeater_done")
     if done:
         metric(con, run_id, "memeater.total_ms", done.body.get("total_ms"), "ms")
@@ -99,13 +86,15 @@ def figures(con, run_id: int, r, params: dict, w) -> None:
         w("chunks:  no chunk records")
         return
     w(f"\nms per chunk of {params.get('chunk_mib')} MiB (guest clock), per cycle:")
-    w(f"  {'cycle':>5} {'min':>8} {'median':>8} {'max':>8} {'total':>9} {'majflt':>7} {'swap MiB':>9}")
     cycles = sorted({x["cycle"] for x in rows})
+    table = []
     for c in cycles:
         xs = [x for x in rows if x["cycle"] == c]
         ms = [x["wall_ms"] for x in xs]
-        w(f"  {c:>5} {min(ms):>8.2f} {statistics.median(ms):>8.2f} {max(ms):>8.2f} {sum(ms):>9.1f} "
-          f"{sum(x['majflt'] or 0 for x in xs):>7} {mib(xs[-1]['swap_used_kib']):>9}")
+        table.append([c, f"{min(ms):.2f}", f"{statistics.median(ms):.2f}", f"{max(ms):.2f}", f"{sum(ms):.1f}",
+                      sum(x["majflt"] or 0 for x in xs), mib(xs[-1]["swap_used_kib"])])
+    for line in kit.text_table(["cycle", "min", "median", "max", "total", "majflt", "swap MiB"], table):
+        w("  " + line)
     for c in cycles:
         ms = [x["wall_ms"] for x in rows if x["cycle"] == c]
         for i in range(0, len(ms), 16):

@@ -5,43 +5,41 @@ from __future__ import annotations
 
 import statistics
 
+from analysis import kit
+from analysis.kit import RUN_ID, Column, Table
 from analysis.rows import f, insert, metrics
 
 SANITY = True  # it sends a sanity record; the summary says so when it is missing
 QUERY_TABLE = "mlockchurn_chunks"
 
-SCHEMA = [  # versioned: append, never edit (see experiments/memeater/results.py)
-    """
-    CREATE TABLE IF NOT EXISTS mlockchurn_chunks (
-        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        chunk INTEGER NOT NULL,
-        slot INTEGER NOT NULL,
-        steps INTEGER,
-        ok INTEGER,
-        mlock_ms REAL NOT NULL,
-        step_median_ms REAL,
-        step_max_ms REAL,
-        wall_ms REAL,
-        t_ms REAL,
-        majflt INTEGER,
-        minflt INTEGER,
-        kswapd_s REAL,
-        pgscan_kswapd INTEGER,
-        pgscan_direct INTEGER,
-        pgsteal_kswapd INTEGER,
-        pgsteal_direct INTEGER,
-        PRIMARY KEY (run_id, chunk)
-    );
-    """,
-]
-COLUMNS = ("chunk", "slot", "steps", "ok", "mlock_ms", "step_median_ms", "step_max_ms", "wall_ms", "t_ms", "majflt",
-           "minflt", "kswapd_s", "pgscan_kswapd", "pgscan_direct", "pgsteal_kswapd", "pgsteal_direct")
+CHUNKS = Table("mlockchurn_chunks", "mlockchurn: each file chunk mapped over a slot and mlocked in 1 MiB steps: times, "
+               "faults, kswapd CPU and reclaim counters.", (
+                   RUN_ID,
+                   Column("chunk", "INTEGER", not_null=True),
+                   Column("slot", "INTEGER", not_null=True),
+                   Column("steps", "INTEGER"),
+                   Column("ok", "INTEGER"),
+                   Column("mlock_ms", "REAL", not_null=True),
+                   Column("step_median_ms", "REAL"),
+                   Column("step_max_ms", "REAL"),
+                   Column("wall_ms", "REAL"),
+                   Column("t_ms", "REAL"),
+                   Column("majflt", "INTEGER"),
+                   Column("minflt", "INTEGER"),
+                   Column("kswapd_s", "REAL"),
+                   Column("pgscan_kswapd", "INTEGER"),
+                   Column("pgscan_direct", "INTEGER"),
+                   Column("pgsteal_kswapd", "INTEGER"),
+                   Column("pgsteal_direct", "INTEGER"),
+               ), key=("run_id", "chunk"))
+TABLES = (CHUNKS,)
+SCHEMA = kit.schema(*TABLES)  # versioned: a new table or column takes the next step (analysis/kit.py)
 
 
 def ingest(con, run_id: int, parsed, topo) -> None:
     for r in parsed.of("mlock_chunk"):
         b = r.body
-        insert(con, "mlockchurn_chunks", {"run_id": run_id, **{c: b.get(c) for c in COLUMNS}})
+        CHUNKS.insert(con, CHUNKS.from_body(b, run_id=run_id))
         insert(con, "node_free", [{"run_id": run_id, "seq": b.get("chunk"), "cycle": None, "chunk": b.get("chunk"),
                                    "node": n, "free_kib": v} for n, v in enumerate(b.get("free_kib", []))])
 
@@ -53,13 +51,13 @@ def figures(con, run_id: int, r, params: dict, w) -> None:
         return
     slot = params.get("slot_mib")
     w(f"\nmlock of each {slot} MiB file chunk over a slot, in {params.get('step_kib')} KiB steps (guest clock):")
-    w(f"  {'chunk':>5} {'slot':>4} {'mlock s':>8} {'ms/MiB':>7} {'max step ms':>11} {'majflt':>7} "
-      f"{'kswapd s':>8} {'scanned':>9} {'reclaimed':>9}")
-    for x in rows:
-        scan = (x["pgscan_kswapd"] or 0) + (x["pgscan_direct"] or 0)
-        steal = (x["pgsteal_kswapd"] or 0) + (x["pgsteal_direct"] or 0)
-        w(f"  {x['chunk']:>5} {x['slot']:>4} {x['mlock_ms'] / 1e3:>8.2f} {x['mlock_ms'] / slot:>7.2f} "
-          f"{x['step_max_ms']:>11.1f} {x['majflt']:>7} {x['kswapd_s']:>8.2f} {scan:>9} {steal:>9}")
+    table = [[x["chunk"], x["slot"], f"{x['mlock_ms'] / 1e3:.2f}", f"{x['mlock_ms'] / slot:.2f}",
+              f"{x['step_max_ms']:.1f}", x["majflt"], f"{x['kswapd_s']:.2f}",
+              (x["pgscan_kswapd"] or 0) + (x["pgscan_direct"] or 0),
+              (x["pgsteal_kswapd"] or 0) + (x["pgsteal_direct"] or 0)] for x in rows]
+    for line in kit.text_table(["chunk", "slot", "mlock s", "ms/MiB", "max step ms", "majflt", "kswapd s", "scanned",
+                                "reclaimed"], table):
+        w("  " + line)
     m = metrics(con, run_id)
     first = [x["mlock_ms"] for x in rows[:params.get("slots", 1)]]
     later = [x["mlock_ms"] for x in rows[params.get("slots", 1):]]

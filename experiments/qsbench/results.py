@@ -2,37 +2,33 @@
 the run's checksum and host wall time, and its part of the summary."""
 from __future__ import annotations
 
-from analysis.rows import f, insert, metric, metrics
+from analysis import kit
+from analysis.kit import RUN_ID, Column, Table
+from analysis.rows import f, metric, metrics
 
 SANITY = True  # it sends a sanity record; the summary says so when it is missing
 QUERY_TABLE = "qsbench_procs"
 
-SCHEMA = [  # versioned: append, never edit (see experiments/memeater/results.py)
-    """
-    CREATE TABLE IF NOT EXISTS qsbench_procs (
-        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        proc INTEGER NOT NULL,
-        elements INTEGER NOT NULL,
-        fill_ms REAL,
-        sort_ms REAL,
-        elapsed_ms REAL,
-        user_ms REAL,
-        sys_ms REAL,
-        majflt INTEGER,
-        minflt INTEGER,
-        checksum TEXT,
-        unsorted INTEGER,
-        PRIMARY KEY (run_id, proc)
-    );
-    """,
-]
-COLUMNS = ("proc", "elements", "fill_ms", "sort_ms", "elapsed_ms", "user_ms", "sys_ms", "majflt", "minflt",
-           "checksum", "unsorted")
+PROCS = Table("qsbench_procs", "qsbench: each sorting process's times, faults and checksum.", (
+    RUN_ID,
+    Column("proc", "INTEGER", not_null=True),
+    Column("elements", "INTEGER", not_null=True),
+    Column("fill_ms", "REAL"),
+    Column("sort_ms", "REAL"),
+    Column("elapsed_ms", "REAL"),
+    Column("user_ms", "REAL"),
+    Column("sys_ms", "REAL"),
+    Column("majflt", "INTEGER"),
+    Column("minflt", "INTEGER"),
+    Column("checksum", "TEXT"),
+    Column("unsorted", "INTEGER"),
+), key=("run_id", "proc"))
+TABLES = (PROCS,)
+SCHEMA = kit.schema(*TABLES)  # versioned: a new table or column takes the next step (analysis/kit.py)
 
 
 def ingest(con, run_id: int, parsed, topo) -> None:
-    insert(con, "qsbench_procs", [{"run_id": run_id, **{c: r.body.get(c) for c in COLUMNS}}
-                                  for r in parsed.of("qsbench_proc")])
+    PROCS.insert(con, [PROCS.from_body(r.body, run_id=run_id) for r in parsed.of("qsbench_proc")])
     start, done = parsed.first("qsbench_start"), parsed.first("qsbench_done")
     if done:
         metric(con, run_id, "qsbench.checksum", text=done.body.get("checksum"))
@@ -51,10 +47,11 @@ def figures(con, run_id: int, r, params: dict, w) -> None:
                             (run_id,)).fetchall())
     w(f"\nqsbench: {params.get('array_mib')} MiB of random ints in {params.get('procs')} process(es), "
       f"seed {params.get('qs_seed')}:")
-    w(f"  {'proc':>4} {'elements':>10} {'fill s':>7} {'sort s':>8} {'user s':>7} {'sys s':>7} {'majflt':>7} checksum")
-    for x in rows:
-        w(f"  {x['proc']:>4} {x['elements']:>10} {x['fill_ms'] / 1e3:>7.2f} {x['sort_ms'] / 1e3:>8.2f} "
-          f"{x['user_ms'] / 1e3:>7.2f} {x['sys_ms'] / 1e3:>7.2f} {x['majflt']:>7} {x['checksum']}")
+    table = [[x["proc"], x["elements"], f"{x['fill_ms'] / 1e3:.2f}", f"{x['sort_ms'] / 1e3:.2f}",
+              f"{x['user_ms'] / 1e3:.2f}", f"{x['sys_ms'] / 1e3:.2f}", x["majflt"], x["checksum"]] for x in rows]
+    for line in kit.text_table(["proc", "elements", "fill s", "sort s", "user s", "sys s", "majflt", "checksum"],
+                               table, left={7}):
+        w("  " + line)
     w(f"  elapsed {f(m.get('qsbench.elapsed_s'))} s guest clock (host wall {f(m.get('qsbench.host_wall_s'), '{:.1f}')}"
       f" s), user {f(m.get('qsbench.user_s'))} s, system {f(m.get('qsbench.sys_s'))} s, "
       f"{f(m.get('qsbench.majflt'), '{:.0f}')} major faults, kswapd {f(m.get('qsbench.kswapd_s'))} s; "

@@ -4,10 +4,7 @@ remote), by the guest's own clock, beside what the topology's TLB holds and
 the published figures they are checked against."""
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-import topologies
+from analysis import kit
 
 QUERY_TABLE = "records"
 
@@ -16,11 +13,6 @@ QUERY_TABLE = "records"
 # its page tables on a remote socket and its data local, no interference.
 MITOSIS_GUPS = (1.53, "GUPS, remote page tables against local (RP-LD / LP-LD), 4-socket Haswell, 4 KiB pages; "
                       "1.07-1.30x for its other workloads (Mitosis, ASPLOS 2020, artifact figure 6)")
-
-
-def rows(con, run_id: int, typ: str) -> list[dict]:
-    return [json.loads(r["body"]) for r in con.execute(
-        "SELECT body FROM records WHERE run_id = ? AND type = ? ORDER BY lineno", (run_id, typ))]
 
 
 def reach_mib(topo, size: str, levels=("l1d", "l2")) -> dict[str, float]:
@@ -54,21 +46,23 @@ def by_ws(recs: list[dict], ws: int) -> float:
 
 
 def figures(con, run_id: int, r, params: dict, w) -> None:
-    run = con.execute("SELECT topology, topology_toml, timing_mode FROM runs WHERE id = ?", (run_id,)).fetchone()
-    topo = topologies.parse(run["topology_toml"], Path(f"{run['topology']}.toml"))
-    tl = rows(con, run_id, "tlb")
+    tl = kit.bodies(con, run_id, "tlb")
     if not tl:
         return
-    w(f"\ntlbprobe ({run['timing_mode']} timing): ns per load of a chase touching one line per 4 KiB, guest clock")
+    topo = kit.run_topology(con, run_id)
+    w(f"\ntlbprobe ({r['timing_mode']} timing): ns per load of a chase touching one line per 4 KiB, guest clock")
     w(f"  TLBs: {topo.tlb.describe()}")
     by = {s: [b for b in tl if b["pages"] == s] for s in ("4k", "2m")}
-    w("  working set   4 KiB pages   2 MiB pages   translation (4 KiB - 2 MiB)   huge-page share of the 2 MiB buffer")
     two = {b["ws_mib"]: b for b in by["2m"]}
+    table = []
     for b in by["4k"]:
         h = two.get(b["ws_mib"])
-        w(f"  {b['ws_mib']:>7} MiB   {b['ns_per_load']:>8.2f} ns   "
-          + (f"{h['ns_per_load']:>8.2f} ns   {b['ns_per_load'] - h['ns_per_load']:>+10.2f} ns"
-             f"                  {100 * h['huge_share']:.0f} %" if h else "-"))
+        table.append([f"{b['ws_mib']} MiB", f"{b['ns_per_load']:.2f} ns"]
+                     + ([f"{h['ns_per_load']:.2f} ns", f"{b['ns_per_load'] - h['ns_per_load']:+.2f} ns",
+                         f"{100 * h['huge_share']:.0f} %"] if h else ["-", "-", "-"]))
+    for line in kit.text_table(["working set", "4 KiB pages", "2 MiB pages", "translation (4 KiB - 2 MiB)",
+                                "huge-page share of the 2 MiB buffer"], table):
+        w("  " + line)
     for s, label in (("4k", "4 KiB"), ("2m", "2 MiB")):
         reach = reach_mib(topo, s)
         if reach:
@@ -79,7 +73,7 @@ def figures(con, run_id: int, r, params: dict, w) -> None:
         w(f"  the translation's cost per load first steps up from {st[0]} to {st[1]} MiB "
           f"({by_ws(by['4k'], st[0]) - by_ws(by['2m'], st[0]):+.2f} -> "
           f"{by_ws(by['4k'], st[1]) - by_ws(by['2m'], st[1]):+.2f} ns)")
-    pt = rows(con, run_id, "ptnode")
+    pt = kit.bodies(con, run_id, "ptnode")
     if len(pt) == 2:
         loc, rem = pt
         ratio = rem["ns_per_update"] / max(loc["ns_per_update"], 1e-9)
