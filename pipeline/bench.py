@@ -34,7 +34,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 MODES = {"debian": ["--engine", "debian", "--timing", "off"], "off": ["--timing", "off"],
          "fast": ["--timing", "fast"], "detailed-nostalls": ["--timing", "detailed", "--no-stalls"],
-         "detailed": ["--timing", "detailed"]}
+         "detailed": ["--timing", "detailed"],
+         # the profile's own cost (timing/plugin_prof.c): the same run without it
+         "detailed-noprofile": ["--timing", "detailed", "--no-profile"]}
 
 
 def snapshot_insns(topology: str, key: str) -> int:

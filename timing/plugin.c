@@ -122,6 +122,7 @@ static char bbv_dir[4096];
 static char prof_out[4096], user_syms[4096];
 static uint64_t pause_extra_ps, sample_ps;
 static int profiling;
+static uint64_t engine_insn_ps;          /* what the engine counts an instruction now (vm_engine_insn_ps) */
 /* a kernel push or call: its store's address is the new stack pointer (mem userdata bit; the
  * instruction's index in its block stays below it: at most 512) */
 #define STACK_OP (1u << 15)
@@ -185,12 +186,13 @@ static void core_charges(void) {
         return;
     }
     vm_set_engine_insn_ps(M, vm_insn_ps(M));
+    engine_insn_ps = vm_engine_insn_ps(M);
     charging = 1;
 }
 
 static void tb_exec(unsigned int vcpu, void *ud) {
     const tbinfo_t *t = ud;
-    if (profiling) prof_block(vcpu, t->psym, t->n, t->npause, (int)t->halt, vm_engine_insn_ps(M));
+    if (profiling) prof_block(vcpu, t->psym, t->n, t->npause, (int)t->halt, engine_insn_ps);
     uint64_t ps = t->blk ? vm_core_begin(M, (int)vcpu, t->blk) : 0;  /* the previous block's rest, its branch */
     /* idle jumps, PAUSE (model.h): every 16th block of a vCPU is soon enough, and the engine's clock is not
      * free to read. The engine counts a block's instructions when it starts it: this one's are not the model's
@@ -206,10 +208,10 @@ static void tb_exec(unsigned int vcpu, void *ud) {
     uint64_t fetch_ps = fetch && pricing ? vm_fetch(M, (int)vcpu, t->pc, t->bytes, t->sym, (int)t->kind) : 0;
     uint64_t window_ps = t->blk ? 0 : vm_insns(M, (int)vcpu, t->n, (int)t->kind);  /* non-zero: a full window */
     charge(vcpu, ps + fetch_ps + window_ps, -1);  /* one charge: the engine sees what it always saw */
-    if (profiling && stalls && !functional) {
-        prof_charge(vcpu, PROF_CORE_PREV, ps);
-        prof_charge(vcpu, PROF_FETCH, fetch_ps);
-        prof_charge(vcpu, PROF_CORE, window_ps);
+    if (profiling && stalls && !functional && (ps | fetch_ps | window_ps)) {
+        if (ps) prof_charge(vcpu, PROF_CORE_PREV, ps);
+        if (fetch_ps) prof_charge(vcpu, PROF_FETCH, fetch_ps);
+        if (window_ps) prof_charge(vcpu, PROF_CORE, window_ps);
     }
     if (warmup_left) {  /* restored runs only, priced from the restore; one thread (icount) */
         warmup_left = warmup_left > t->n ? warmup_left - t->n : 0;
@@ -278,8 +280,8 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t v
                            ? lock_causality(vcpu, info, pa & ~line_mask, flags & VM_F_WRITE) : 0;
     charge(vcpu, ps + lock_ps, -1);  /* one charge: the engine sees what it always saw */
     if (profiling && stalls && !functional) {
-        prof_charge(vcpu, PROF_MEM, ps);
-        prof_charge(vcpu, PROF_LOCK, lock_ps);
+        if (ps) prof_charge(vcpu, PROF_MEM, ps);
+        if (lock_ps) prof_charge(vcpu, PROF_LOCK, lock_ps);
     }
     if ((u & STACK_OP) && profiling && prof_sample_due(vcpu)) prof_stack(vcpu, vaddr);
 }
@@ -551,6 +553,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             return -1;
         }
         profiling = 1;
+        engine_insn_ps = vm_engine_insn_ps(M);
     }
     mem_hops = mem_hops && !detailed && global_bbv && bbv_on();  /* a fast profile's */
     if (mem_hops) bbv_set_mem(vm_hop_classes(M), vm_line_bytes(M), hop_of);

@@ -31,8 +31,16 @@ typedef struct {
     uint64_t ps, samples;
 } pstack_t;
 
+#define SCACHE 1024              /* per vCPU: recent (phase, symbol) rows, direct-mapped before the hash */
+
+typedef struct {
+    uint64_t key;
+    pstat_t *s;
+} scache_t;
+
 typedef struct {
     GHashTable *tab;             /* (phase << 32 | sym) -> pstat_t */
+    scache_t cache[SCACHE];
     GHashTable *stacks;          /* "phase;frame;...;leaf" -> pstack_t */
     pstat_t *cur, *prev;
     uint32_t cur_sym, cur_phase, due_sym;  /* due_sym: where a kernel sample came due */
@@ -144,6 +152,8 @@ uint32_t prof_symbol(uint64_t pc, int user) {
 static pstat_t *stat_of(pcpu_t *p, uint32_t phase, uint32_t sym) {
     if (p->cur && p->cur_sym == sym && p->cur_phase == phase) return p->cur;
     uint64_t key = ((uint64_t)phase << 32) | sym;
+    scache_t *e = &p->cache[(sym * 2654435761u ^ phase) & (SCACHE - 1)];
+    if (e->s && e->key == key) return e->s;
     pstat_t *s = g_hash_table_lookup(p->tab, &key);
     if (!s) {
         uint64_t *k = g_new(uint64_t, 1);
@@ -151,6 +161,8 @@ static pstat_t *stat_of(pcpu_t *p, uint32_t phase, uint32_t sym) {
         s = g_new0(pstat_t, 1);
         g_hash_table_insert(p->tab, k, s);
     }
+    e->key = key;
+    e->s = s;
     return s;
 }
 
