@@ -76,11 +76,11 @@ def test_run_row_is_complete_and_traceable(small_run):
     for col in ("started_at", "ended_at", "wall_s", "boot_wall_s", "host", "vmlab_version", "topology_sha256",
                 "topology_toml", "params_json", "kernel_release", "kernel_source", "kernel_config_sha256",
                 "kernel_sha256", "initramfs_sha256", "engine_version", "command_line", "log_path", "log_sha256",
-                "limitations"):
+                "limitations", "timing_plugin"):
         assert run[col] not in (None, ""), col
     assert run["topology_sha256"] == T.load("gs1280-8").sha256
     assert run["kernel_release"].startswith("6.1.") and run["patch_set"] == "vanilla"
-    assert run["qemu_mode"] == "icount" and run["timing_mode"] == "off" and run["scale"] == 1 / 64
+    assert run["qemu_mode"] == "icount" and run["timing_mode"] == "detailed" and run["scale"] == 1 / 64
     log = Path(run["log_path"])
     assert hashlib.sha256(log.read_bytes()).hexdigest() == run["log_sha256"]
     assert "guest ISA x86_64 substituted" in run["limitations"]

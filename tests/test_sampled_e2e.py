@@ -135,8 +135,9 @@ def test_a_functional_warm_up_runs_the_guest_as_the_profile_did(vmlab_env, tmp_p
         # and after the switch, moved back (vm_shift_time), the model's clocks are the guest's as they are
         assert [max(y["cpu_time_ps"]) for y in rows[f:]] == pytest.approx([y["machine_ps"] for y in rows[f:]],
                                                                            abs=1_000_000)
-        # priced from there on: the measured slice ends later than the profile's
-        assert rows[x["point"] - b]["machine_ps"] > prof[x["point"]]["machine_ps"]
+        # priced from there on: the measured slice ends elsewhere than the profile's (model 4's core can
+        # run faster than the profile's one instruction a cycle: charged time is not always later)
+        assert rows[x["point"] - b]["machine_ps"] != prof[x["point"]]["machine_ps"]
     m = dict(c.execute("SELECT name, value FROM metrics WHERE name LIKE 'sampled.%'").fetchall())
     assert m["sampled.functional_insns"] == sum(x["functional_insns"] for x in regions) > 0
 
