@@ -6,10 +6,10 @@ import csv
 import io
 import json
 import sys
-import tomllib
 
 import experiments
-from analysis import experiment_results, timing as timing_summary
+import topologies
+from analysis import experiment_results, kit, timing as timing_summary
 from analysis.rows import f as _f, hops_from_home, metrics as _metrics, mib as _mib
 from protocol import facts
 from timing import modes
@@ -28,14 +28,6 @@ LABELS = {
 PLACEMENT = ("zone_reclaim_failed", "numa_hit", "numa_miss", "numa_foreign", "numa_local", "numa_other",
              "numa_pages_migrated", "thp_fault_alloc", "thp_fault_fallback")
 VMSTAT_KEYS = [(k, LABELS.get(k, k)) for k in (*facts.RECLAIM_COUNTERS, *PLACEMENT)]
-
-
-def _total_mib(r) -> int:
-    """The machine's memory: every node's, CPU-less memory nodes' included (the row's topology)."""
-    from pathlib import Path
-
-    import topologies
-    return topologies.parse(r["topology_toml"], Path(f"{r['topology']}.toml")).total_memory_mib
 
 
 def dumps(obj) -> str:
@@ -152,9 +144,14 @@ def render(con, run_id: int) -> str:
     if head := modes.get(r["timing_mode"]).headline() if r["timing_mode"] in modes.NAMES else "":
         w(f"NOTE:    {head}")
     # the row keeps the topology file as it was parsed for the run
-    w(f"machine: {tomllib.loads(r['topology_toml']).get('description', '')}")
+    try:  # the row's topology: memory nodes' memory counted too
+        topo = kit.run_topology(con, run_id)
+        desc, total = topo.description, topo.total_memory_mib
+    except topologies.TopologyError:  # a row of an older checkout whose file today's parser refuses
+        desc, total = "(its topology file no longer parses)", r["nodes"] * r["memory_mib_per_node"]
+    w(f"machine: {desc}")
     w(f"         {r['nodes']} nodes ({r['topology_shape']}), {r['cpus']} CPUs, {r['memory_mib_per_node']} MiB/node "
-      f"= {_total_mib(r)} MiB, scale 1/{round(1 / r['scale'])}; guest {r['guest_isa']}"
+      f"= {total} MiB, scale 1/{round(1 / r['scale'])}; guest {r['guest_isa']}"
       + (f" (native {r['native_isa']}, substituted)" if r["guest_isa"] != r["native_isa"] else "")
       + f"; topology sha256 {r['topology_sha256'][:12]}")
     w(f"kernel:  Linux {r['kernel_release']} ({r['kernel_source']}), patch set {r['patch_set']}, "

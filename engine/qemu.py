@@ -112,7 +112,7 @@ def clock_model(topo, mode: str, quantum_ns: int, stalls: bool, vcpu_clocks: boo
                 f"({topo.core.width} a cycle at "
                 f"{topo.clock_ghz} GHz, set by the timing plugin when it starts charging), the model's core "
                 f"charging the rest (dataflow, latencies, branch mispredictions, memory), PAUSE "
-                f"{topo.pause_cycles} cycles, quantum {quantum_ns} ns")
+                f"{topo.pause_cycles} cycle{'s' if topo.pause_cycles != 1 else ''}, quantum {quantum_ns} ns")
     if mode == "icount":
         return (f"per-vCPU clocks: {cycle_ps(topo)} ps per instruction ({topo.clock_ghz} GHz, 1 IPC), "
                 f"PAUSE {topo.pause_cycles} cycle{'s' if topo.pause_cycles != 1 else ''}, "

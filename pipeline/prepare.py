@@ -82,8 +82,7 @@ def prepare(spec: RunSpec) -> Prepared:
             modes.TimingError, disks.DiskError) as e:
         raise InputError(str(e)) from None
     key = run_key(spec, topo.sha256, plan.all_values, disk_model.label() if disk_model else spec.disk,
-                  "restored" if snaps else "booted", buildkeys.build_keys(engine, mode, exp, variant),
-                  mode.key(spec))
+                  mode.key(spec), "restored" if snaps else "booted", buildkeys.build_keys(engine, mode, exp, variant))
     return Prepared(spec, topo, exp, plan, variant, engine, mode, disk_model, key, snaps, why, mode_why)
 
 

@@ -87,17 +87,13 @@ def _text(v) -> str:
 
 
 def run_key(spec: RunSpec, topology_sha256: str, resolved_params: dict, disk_label: str | None,
-            start: str = "booted", builds: dict | None = None, timing_key: dict | None = None) -> str:
+            timing_key: dict, start: str = "booted", builds: dict | None = None) -> str:
     """sha256 of what defines the run's result (see the module's docstring).
-    start: "booted" or "restored" (from a snapshot after boot: the same inputs
-    give other figures, so another key; a booted run keeps the key it had
-    before snapshots existed). builds: what produces its figures
-    (pipeline/buildkeys.build_keys); timing_key: the timing mode's part
-    (timing/modes.py TimingMode.key), of the mode spec.timing names when
-    not given."""
-    if timing_key is None:  # auto keys as the mode it resolves to where it can run (prepare resolves it)
-        from timing import modes
-        timing_key = modes.resolve(spec.timing, spec.qemu_mode, spec.engine == "vmlab")[0].key(spec)
+    timing_key: the timing mode's part (timing/modes.py TimingMode.key, of
+    the mode the run resolved to). start: "booted" or "restored" (from a
+    snapshot after boot: the same inputs give other figures, so another key;
+    a booted run keeps the key it had before snapshots existed). builds:
+    what produces its figures (pipeline/buildkeys.build_keys)."""
     what = {
         "v": KEY_VERSION,
         "topology_sha256": topology_sha256,

@@ -238,14 +238,14 @@ class Run:
             qemu_maxrss_kib=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
         )
         self.parsed = out.parsed if out else records.parse_bytes(self._console_bytes())
-        extras = [self._engine_records(), self._timing_records(), self._profile_records()]
+        clocks = self.prep.engine.vcpu_clocks(self.qlog)  # read once: the engine's rows and the profile's check
+        extras = [self._engine_records(clocks), self._timing_records(), self._profile_records(clocks)]
         db.finish_run(self.con, self.id, fields, self.parsed, self.prep.topo,
                       extra=lambda c: [f(c) for f in extras if f])
 
-    def _engine_records(self):
+    def _engine_records(self, clocks):
         from analysis.rows import insert, metric
         prep, run_id = self.prep, self.id
-        clocks = prep.engine.vcpu_clocks(self.qlog)
         sched = prep.engine.sched_counts(self.qlog)
         if sched:
             # every PAUSE costs the topology's pause_cycles: guest CPU time spent spin-waiting
@@ -276,13 +276,13 @@ class Run:
             print(f"warning: timing address map: {line}", file=sys.stderr)
         return lambda c: timing_db.ingest(c, run_id, res, ("" if ok else "MISMATCH: ") + line)
 
-    def _profile_records(self):
+    def _profile_records(self, clocks):
         """The profile on the guest clock (timing/plugin_prof.c), with each vCPU's clock at the end."""
         path = self.rdir / "profile.json"
         if self.timing_out is None or not path.exists():
             return None
         from analysis import profile
-        clocks, run_id = self.prep.engine.vcpu_clocks(self.qlog), self.id
+        run_id = self.id
         return lambda c: profile.ingest(c, run_id, path, clocks)
 
     # --- the sampled mode's finishing step (timing/modes.py Sampled.finish) ------------------

@@ -98,13 +98,15 @@ def test_bad_sampling_options_get_one_line(field, value, msg):
 
 
 def test_the_key_covers_what_decides_the_estimates_not_the_workers():
-    def key(**kw):
-        return run_key(RunSpec(timing="sampled", **kw), "t", {}, None, "restored")
+    from timing import modes
+
+    def key(timing="sampled", start="restored", **kw):
+        spec = RunSpec(timing=timing, **kw)
+        return run_key(spec, "t", {}, None, modes.get(timing).key(spec), start)
     assert key() != key(sample_max_k=5) and key() != key(sample_warmup=2) and key() != key(sample_functional=3)
     assert key() == key(sample_workers=7)
     # other modes keep their keys whatever the sampling options say
-    assert run_key(RunSpec(timing="detailed"), "t", {}, None) == run_key(RunSpec(timing="detailed", sample_max_k=3),
-                                                                         "t", {}, None)
+    assert key("detailed", "booted") == key("detailed", "booted", sample_max_k=3)
 
 
 def test_regions_are_projected_longest_first_onto_the_least_loaded_worker():

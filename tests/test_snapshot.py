@@ -135,10 +135,12 @@ def test_which_runs_restore_and_why_the_others_boot():
 
 
 def test_a_booted_run_keeps_its_old_key_and_a_restored_one_has_its_own():
-    spec = RunSpec(topology="x86-2s")
-    old = run_key(spec, "t", {"a": 1}, None)
-    assert run_key(spec, "t", {"a": 1}, None, "booted") == old
-    assert run_key(spec, "t", {"a": 1}, None, "restored") != old
+    from timing import modes
+    spec = RunSpec(topology="x86-2s", timing="detailed")
+    mode_key = modes.get("detailed").key(spec)
+    old = run_key(spec, "t", {"a": 1}, None, mode_key)
+    assert run_key(spec, "t", {"a": 1}, None, mode_key, "booted") == old
+    assert run_key(spec, "t", {"a": 1}, None, mode_key, "restored") != old
     assert _prep().key != _prep(boot=True).key
 
 

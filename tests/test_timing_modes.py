@@ -12,7 +12,7 @@ from pipeline.spec import InputError, RunSpec
 from tests.e2e import REPO
 from timing import modes, plugin_config
 
-# mode: (plugin mode, prices accesses, stalls reach the guest by default, a profile, slowdown)
+# mode: (plugin mode, prices accesses, stalls reach the guest by default, a SimPoint profile, slowdown)
 BEHAVIOUR = {
     "off": (None, False, False, False, 1.0),
     "fast": ("fast", False, False, False, 1.5),
@@ -25,13 +25,13 @@ BEHAVIOUR = {
 def test_each_mode_behaves_as_its_row_says(name):
     m = modes.get(name)
     spec = RunSpec(topology="gs1280-8", timing=name)
-    assert (m.plugin, m.prices_accesses, m.stalls_reach_guest(spec), m.profile, m.slowdown) == BEHAVIOUR[name]
+    assert (m.plugin, m.prices_accesses, m.stalls_reach_guest(spec), m.simpoint_profile, m.slowdown) == BEHAVIOUR[name]
     assert m.key(spec)["timing"] == name and m.key(spec)["stalls"] == (name == "detailed")
     conf = m.plugin_config(spec, topologies.load("gs1280-8"), REPO / "x", None, restored=True)
     assert (conf is None) == (m.plugin is None)
     if conf:
         text = conf.text(topologies.load("gs1280-8"))
-        assert f"mode {m.plugin}\n" in text and ("plugin.mem_hops on" in text) == m.profile
+        assert f"mode {m.plugin}\n" in text and ("plugin.mem_hops on" in text) == m.simpoint_profile
         assert ("plugin.stalls on" in text) == m.stalls_reach_guest(spec)
 
 

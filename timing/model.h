@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define VM_F_WRITE  1u   /* store */
 #define VM_F_ATOMIC 2u   /* read-modify-write (lock prefix, xchg, ll/sc): needs the line exclusive */
@@ -127,6 +128,8 @@ void vm_shift_time(model_t *m, int cpu, uint64_t d);
 /* Writes every result as JSON to the config's `out` path (or to path if
  * not NULL). Returns 0 on success. */
 int vm_write_results(model_t *m, const char *path);
+/* s as a JSON string (quotes and backslashes escaped, control bytes dropped): the results' and the profile's. */
+void vm_json_str(FILE *f, const char *s);
 /* The end of a warm-up of `insns` instructions (plugin.warmup_insns): what
  * the machine holds (caches, directory, outstanding misses, streams, queues)
  * stays warm; every figure counted so far is dropped from the results. */

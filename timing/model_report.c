@@ -41,7 +41,7 @@ void vm_phase(model_t *m, int c, int op, uint64_t id, uint64_t instance) {
 }
 
 /* --- results ---------------------------------------------------------------------- */
-static void json_str(FILE *f, const char *s) {
+void vm_json_str(FILE *f, const char *s) {
     fputc('"', f);
     for (; *s; s++) {
         if (*s == '"' || *s == '\\') fputc('\\', f);
@@ -157,7 +157,7 @@ static void write_symbols(FILE *f, const model_t *m) {
         symstat_t *s = &m->sym[ord[k].i];
         if (!s->accesses || (k >= 300 && !s->lock_xfers)) continue;
         fprintf(f, "%s\n{\"symbol\":", first ? "" : ",");
-        json_str(f, m->sym_name[ord[k].i]);
+        vm_json_str(f, m->sym_name[ord[k].i]);
         fprintf(f, ",\"accesses\":%" PRIu64 ",\"misses\":%" PRIu64 ",\"remote\":%" PRIu64 ",\"stall_ps\":%" PRIu64
                    ",\"lock_xfers\":%" PRIu64 "}",
                 s->accesses, s->misses, s->remote, s->stall_ps, s->lock_xfers);

@@ -33,7 +33,7 @@ class TimingMode:
     prices_accesses = False          # the model prices every data access (its stalls exist)
     slowdown = 1.0                   # host time against a run without the plugin (the run's wall-clock limit)
     boot_slowdown = 1.0              # a booted run's boot (unpriced up to the experiment's marker in detailed)
-    profile = False                  # the run is a SimPoint profile (vectors, hops, checkpoint points)
+    simpoint_profile = False         # the run is a SimPoint profile (vectors, hops, checkpoint points)
 
     @property
     def loads_plugin(self) -> bool:
@@ -96,7 +96,7 @@ class TimingMode:
             mode=self.plugin, out=out_dir / "timing.json", symbols=symbols, bbv_dir=out_dir,
             interval=spec.slice_insns, qemu_mode=spec.qemu_mode, stalls=self.stalls_reach_guest(spec),
             price_from_marker=not restored and topo.guest_isa == "x86_64", warmup_insns=spec.warmup_insns,
-            restored=restored, mem_hops=self.profile, checkpoint_points=self.profile,
+            restored=restored, mem_hops=self.simpoint_profile, checkpoint_points=self.simpoint_profile,
             profile=None if spec.no_profile else out_dir / "profile.json", user_symbols=user_symbols,
             pause_extra_ps=(topo.pause_cycles - 1) * topo.cycle_ps)
 
@@ -184,7 +184,7 @@ class Sampled(TimingMode):
     plugin = "fast"
     slowdown = 1.5       # its fast profile (the regions have their own limits)
     boot_slowdown = 1.5
-    profile = True
+    simpoint_profile = True
 
     def check(self, spec, topo) -> None:
         super().check(spec, topo)

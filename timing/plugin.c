@@ -377,8 +377,9 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
     if (bbv_on()) t->bb = bbv_block_id(pc, n);
     t->pc = pc;
     t->sym = t->kind == VM_USER ? VM_SYM_USER : t->kind == VM_KERNEL && detailed ? vm_symbol(M, pc) : VM_SYM_BOOT;
-    if (profiling)
-        t->psym = t->kind == VM_BOOT ? VM_SYM_BOOT : prof_symbol(pc, t->kind == VM_USER);
+    if (profiling)  /* a kernel block's symbol is the model's when it looked it up (detailed) */
+        t->psym = t->kind == VM_BOOT ? VM_SYM_BOOT : t->kind == VM_KERNEL && detailed ? t->sym
+                                                   : prof_symbol(pc, t->kind == VM_USER);
     if (n) {
         struct qemu_plugin_insn *last = qemu_plugin_tb_get_insn(tb, n - 1);
         t->bytes = (uint32_t)(qemu_plugin_insn_vaddr(last) + qemu_plugin_insn_size(last) - pc);

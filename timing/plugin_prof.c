@@ -338,15 +338,6 @@ void prof_stack(unsigned vcpu, uint64_t rsp) {
 }
 
 /* --- results ------------------------------------------------------------------------ */
-static void json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') fputc('\\', f);
-        if ((unsigned char)*s >= 0x20) fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 static const char *sym_name(uint32_t sym, const char **dso) {
     if (sym >= user_base && sym - user_base < nusyms) {
         *dso = dsos[usyms[sym - user_base].dso];
@@ -388,9 +379,9 @@ int prof_write(void) {
             const char *dso;
             const char *name = sym_name((uint32_t)key, &dso);
             fprintf(f, "%s\n{\"cpu\":%d,\"phase\":%u,\"symbol\":", first ? "" : ",", c, (unsigned)(key >> 32));
-            json_str(f, name);
+            vm_json_str(f, name);
             fprintf(f, ",\"dso\":");
-            json_str(f, dso);
+            vm_json_str(f, dso);
             fprintf(f, ",\"insns\":%" PRIu64 ",\"insn_ps\":%" PRIu64 ",\"core_ps\":%" PRIu64 ",\"mem_ps\":%" PRIu64
                        ",\"lock_ps\":%" PRIu64 ",\"fetch_ps\":%" PRIu64 ",\"pause_ps\":%" PRIu64 ",\"pauses\":%" PRIu64 "}",
                     s->insns, s->insn_ps, s->core_ps, s->mem_ps, s->lock_ps, s->fetch_ps, s->pause_ps, s->pauses);
@@ -407,7 +398,7 @@ int prof_write(void) {
             const char *key = k, *semi = strchr(key, ';');
             pstack_t *st = v;
             fprintf(f, "%s\n{\"cpu\":%d,\"phase\":%d,\"stack\":", first ? "" : ",", c, atoi(key));
-            json_str(f, semi ? semi + 1 : "");
+            vm_json_str(f, semi ? semi + 1 : "");
             fprintf(f, ",\"ps\":%" PRIu64 ",\"samples\":%" PRIu64 "}", st->ps, st->samples);
             first = 0;
         }

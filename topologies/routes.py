@@ -75,14 +75,7 @@ def links_and_routes(topo) -> tuple[list[tuple[int, int]], dict[tuple[int, int],
             links.append((a, b))
         return index[(a, b)]
 
-    routes: dict[tuple[int, int], list[int]] = {}
-    if getattr(topo, "memory_nodes", ()):
-        for a in range(n):
-            for b in range(n):
-                routes[(a, b)] = [link(u, v) for u, v in topo.vertex_path(a, b)]
-        return links, _checked(topo, routes)
-    for pair, path in _cpu_vertex_paths(topo.kind, topo.dims, n, topo.links).items():
-        routes[pair] = [link(u, v) for u, v in path]
+    routes = {(a, b): [link(u, v) for u, v in topo.vertex_path(a, b)] for a in range(n) for b in range(n)}
     return links, _checked(topo, routes)
 
 
