@@ -121,6 +121,16 @@ def render(con, run_id: int, w) -> None:
         f"{k['kind']} {k['insns']:,} insns, {k['misses']:,} misses "
         f"({100.0 * k['remote'] / max(k['misses'], 1):.0f} % remote), "
         f"stall {k['stall_ps'] / 1e9:.1f} ms" for k in kinds if k["insns"]))
+    from analysis import profile_report
+    share = profile_report.shares(con, run_id)
+    if share:  # the profile on the guest clock: where the CPUs' time went, not only their memory stall
+        idle = share.pop(("[idle]", "-")) + share.pop(("[drift]", "-"))
+        busy = max(100.0 - idle, 1e-9)
+        w(f"  top symbols by share of the CPUs' busy time ({100.0 - idle:.2f} % of their modeled time; "
+          f"./run.py profile {run_id} for the columns, callers and phases):")
+        for (sym, dso), pct in sorted(share.items(), key=lambda kv: -kv[1])[:8]:
+            w(f"    {sym:<32} {dso:<14} {100.0 * pct / busy:6.2f} %")
+        return
     syms = con.execute("SELECT symbol, misses, remote, stall_ps, lock_xfers FROM timing_symbols WHERE run_id = ? "
                        "ORDER BY stall_ps DESC LIMIT 8", (run_id,)).fetchall()
     if syms:
