@@ -24,7 +24,6 @@
  */
 #include "vmlab.h"
 #include <getopt.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -43,27 +42,6 @@ static uint64_t xorshift(void)
 }
 
 static volatile uint64_t sink;
-
-static void do_read(const char *b, size_t n)
-{
-#if defined(__x86_64__)
-	__m128i s0 = _mm_setzero_si128(), s1 = s0, s2 = s0, s3 = s0;
-	for (size_t i = 0; i < n; i += 64) {
-		s0 = _mm_add_epi64(s0, _mm_load_si128((const __m128i *)(b + i)));
-		s1 = _mm_add_epi64(s1, _mm_load_si128((const __m128i *)(b + i + 16)));
-		s2 = _mm_add_epi64(s2, _mm_load_si128((const __m128i *)(b + i + 32)));
-		s3 = _mm_add_epi64(s3, _mm_load_si128((const __m128i *)(b + i + 48)));
-	}
-	s0 = _mm_add_epi64(_mm_add_epi64(s0, s1), _mm_add_epi64(s2, s3));
-	sink = (uint64_t)_mm_cvtsi128_si64(s0);
-#else
-	uint64_t s = 0;
-	for (size_t i = 0; i < n; i += 64)
-		for (int k = 0; k < 8; k++)
-			s += ((const uint64_t *)(b + i))[k];
-	sink = s;
-#endif
-}
 
 static void do_write(char *b, size_t n)
 {
@@ -87,13 +65,6 @@ static void do_stride(const char *b, size_t n)
 	for (size_t i = 0; i < n; i += 256)
 		s += *(const volatile uint64_t *)(b + i);
 	sink = s;
-}
-
-static void *do_chase(void **p, long n)
-{
-	for (long i = 0; i < n; i++)
-		p = *p;
-	return p;
 }
 
 /* The second word of each line: the first holds the chase's pointer to the
@@ -156,7 +127,7 @@ static void probe_node(int node, int distance, int cpu, size_t size)
 		exit(1);
 	}
 	size_t lines = size / 64;
-	{ T0(); do_read(buf, size); emit("read", node, distance, cpu, (double)size, (long)lines * 4, MS()); }
+	{ T0(); vl_stream_read(buf, size); emit("read", node, distance, cpu, (double)size, (long)lines * 4, MS()); }
 	{ T0(); do_write(buf, size); emit("write", node, distance, cpu, (double)size, (long)lines * 4, MS()); }
 	{ T0(); memset(buf, 7, size); emit("memset", node, distance, cpu, (double)size, 0, MS()); }
 	{ T0(); memcpy(buf, buf + size / 2, size / 2); emit("copy", node, distance, cpu, (double)size / 2, 0, MS()); }
@@ -178,7 +149,7 @@ static void probe_node(int node, int distance, int cpu, size_t size)
 	long n = (long)lines;
 	{
 		T0();
-		void *end = do_chase((void **)(buf + (size_t)order[0] * 64), n);
+		void *end = vl_chase((void **)(buf + (size_t)order[0] * 64), n);
 		double ms = MS();
 		sink = (uint64_t)(uintptr_t)end;
 		emit("chase", node, distance, cpu, (double)n * 64, n, ms);
@@ -194,63 +165,20 @@ static void probe_node(int node, int distance, int cpu, size_t size)
  * all their bytes over the span from the first start to the last end, on the
  * guests' clocks (kept within a quantum of each other): CPUs that did not
  * overlap show as such, not as the sum of their rates. */
-struct slice { char *b; size_t n; int cpu; double t0, t1; };
-static volatile int arrived, nthreads;
-
-static void *reader(void *arg)
-{
-	struct slice *s = arg;
-	vl_pin(s->cpu);
-	do_read(s->b, s->n); /* warm: TLB, and the vCPUs all in the loop */
-	__atomic_add_fetch(&arrived, 1, __ATOMIC_SEQ_CST);
-	while (__atomic_load_n(&arrived, __ATOMIC_SEQ_CST) < nthreads) {
-#if defined(__x86_64__)
-		__builtin_ia32_pause();
-#endif
-	}
-	s->t0 = vl_now_ms(CLOCK_MONOTONIC);
-	do_read(s->b, s->n);
-	s->t1 = vl_now_ms(CLOCK_MONOTONIC);
-	return NULL;
-}
-
 static void node_threads(int node, int cpu, size_t size)
 {
-	int cpus[256], nc = vl_node_cpus(node, cpus, 256);
-	if (nc == 0)
-		cpus[nc++] = cpu;
-	char *buf = vl_node_alloc(size, node);
-	struct slice sl[256];
-	pthread_t th[256];
-	size_t per = (size / (size_t)nc) & ~(size_t)4095;
-	arrived = 0;
-	nthreads = nc;
-	for (int i = 0; i < nc; i++) {
-		sl[i] = (struct slice){buf + (size_t)i * per, per, cpus[i], 0, 0};
-		pthread_create(&th[i], NULL, reader, &sl[i]);
-	}
-	double first = 0, last = 0, worst = 0;
-	for (int i = 0; i < nc; i++) {
-		pthread_join(th[i], NULL);
-		if (i == 0 || sl[i].t0 < first)
-			first = sl[i].t0;
-		if (sl[i].t1 > last)
-			last = sl[i].t1;
-		if (sl[i].t1 - sl[i].t0 > worst)
-			worst = sl[i].t1 - sl[i].t0;
-	}
-	double span = last - first;
+	struct vl_node_read r;
+	if (vl_node_read(node, node, cpu, size, &r))
+		return;
 	vl_buf b = vl_record("bw_node");
 	vl_kint(&b, "node", node);
-	vl_kint(&b, "cpus", nc);
-	vl_kdbl(&b, "bytes", (double)per * nc);
-	vl_kdbl(&b, "guest_ms", span);
-	vl_kdbl(&b, "slowest_ms", worst);
-	vl_kdbl(&b, "gbps", (double)per * nc / (span * 1e6));
+	vl_kint(&b, "cpus", r.cpus);
+	vl_kdbl(&b, "bytes", r.bytes);
+	vl_kdbl(&b, "guest_ms", r.guest_ms);
+	vl_kdbl(&b, "slowest_ms", r.slowest_ms);
+	vl_kdbl(&b, "gbps", r.gbps);
 	vl_emit(&b);
-	vl_metric("node_read_gbps", (double)per * nc / (span * 1e6), "GB/s");
-	munmap(buf, size);
-	vl_pin(cpu);
+	vl_metric("node_read_gbps", r.gbps, "GB/s");
 }
 
 int main(int argc, char **argv)

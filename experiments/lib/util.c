@@ -53,23 +53,30 @@ double vl_on_node(char *p, size_t size, int node)
 	return (double)hit / N;
 }
 
-int vl_far_node(int home, int *distance)
+int vl_slit_row(int node, int *out, int max)
 {
 	char path[96];
-	snprintf(path, sizeof path, "/sys/devices/system/node/node%d/distance", home);
+	snprintf(path, sizeof path, "/sys/devices/system/node/node%d/distance", node);
 	char *row = vl_slurp(path);
-	int far = home, fard = 10, nd = 0;
-	for (char *q = row; q && *q;) {
+	int n = 0;
+	for (char *q = row; q && *q && n < max;) {
 		char *e;
 		long v = strtol(q, &e, 10);
 		if (e == q)
 			break;
-		if (v > fard)
-			far = nd, fard = (int)v;
-		nd++;
+		out[n++] = (int)v;
 		q = e;
 	}
 	free(row);
+	return n;
+}
+
+int vl_far_node(int home, int *distance)
+{
+	int row[256], n = vl_slit_row(home, row, 256), far = home, fard = 10;
+	for (int nd = 0; nd < n; nd++)
+		if (row[nd] > fard)
+			far = nd, fard = row[nd];
 	*distance = fard;
 	return far;
 }

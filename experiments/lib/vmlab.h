@@ -209,6 +209,25 @@ double vl_on_node(char *p, size_t size, int node);
 /* The CPUs of node (its sysfs cpulist, "a-b,c"), at most max into out;
  * returns how many. */
 int vl_node_cpus(int node, int *out, int max);
+/* ---- the memory probes' loops (stream.c) ----------------------------------- */
+/* Read n bytes of b (a multiple of 64, 16-byte aligned) with 16-byte loads. */
+void vl_stream_read(const char *b, size_t n);
+/* n dependent loads: p = *p. */
+void *vl_chase(void **p, long n);
+/* Every CPU of node `from` (cpu alone if it has none) reads its share of
+ * size bytes bound to `node`, at once: pinned threads, warmed, released
+ * together, timed on the guest's clock; span = first start to last end, so
+ * CPUs that did not overlap show as such. The caller is pinned back to cpu.
+ * -1 if the buffer could not be had. */
+struct vl_node_read {
+	int cpus;
+	double bytes, guest_ms, slowest_ms, gbps, on_node;
+};
+int vl_node_read(int from, int node, int cpu, size_t size, struct vl_node_read *out);
+
+/* The node's SLIT row as the guest reads it (its sysfs distance file), at
+ * most max entries into out; returns how many (0: no such file). */
+int vl_slit_row(int node, int *out, int max);
 /* The node farthest from `home` by the guest's own SLIT row (the lowest
  * numbered of the farthest); *distance its SLIT value. home itself (10) if
  * there is no other node. */

@@ -20,64 +20,13 @@
 #include "vmlab.h"
 #include <dirent.h>
 #include <getopt.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#if defined(__x86_64__)
-#include <emmintrin.h>
-#endif
 
 static unsigned long long rng = 0x2545f4914f6cdd1dull;
 static volatile uint64_t sink;
-
-static void do_read(const char *b, size_t n)
-{
-#if defined(__x86_64__)
-	__m128i s0 = _mm_setzero_si128(), s1 = s0, s2 = s0, s3 = s0;
-	for (size_t i = 0; i < n; i += 64) {
-		s0 = _mm_add_epi64(s0, _mm_load_si128((const __m128i *)(b + i)));
-		s1 = _mm_add_epi64(s1, _mm_load_si128((const __m128i *)(b + i + 16)));
-		s2 = _mm_add_epi64(s2, _mm_load_si128((const __m128i *)(b + i + 32)));
-		s3 = _mm_add_epi64(s3, _mm_load_si128((const __m128i *)(b + i + 48)));
-	}
-	s0 = _mm_add_epi64(_mm_add_epi64(s0, s1), _mm_add_epi64(s2, s3));
-	sink = (uint64_t)_mm_cvtsi128_si64(s0);
-#else
-	uint64_t s = 0;
-	for (size_t i = 0; i < n; i += 64)
-		for (int k = 0; k < 8; k++)
-			s += ((const uint64_t *)(b + i))[k];
-	sink = s;
-#endif
-}
-
-static void *do_chase(void **p, long n)
-{
-	for (long i = 0; i < n; i++)
-		p = *p;
-	return p;
-}
-
-/* The node's SLIT row from the guest; n entries, at most max. */
-static int slit_row(int node, int *out, int max)
-{
-	char path[96];
-	snprintf(path, sizeof path, "/sys/devices/system/node/node%d/distance", node);
-	char *row = vl_slurp(path);
-	int n = 0;
-	for (char *q = row; q && *q && n < max;) {
-		char *e;
-		long v = strtol(q, &e, 10);
-		if (e == q)
-			break;
-		out[n++] = (int)v;
-		q = e;
-	}
-	free(row);
-	return n;
-}
 
 /* "a-b,c" -> a bit per listed number below 64 */
 static unsigned long long parse_list(const char *s)
@@ -186,7 +135,7 @@ static void numa_view(int nodes)
 		s = vl_slurp(vl_node_file(p, sizeof p, n, "access0/initiators/read_bandwidth"));
 		vl_kint(&b, "hmat_read_bandwidth_mbps", s ? atoll(s) : -1);
 		free(s);
-		int row[64], k = slit_row(n, row, 64);
+		int row[64], k = vl_slit_row(n, row, 64);
 		vl_open(&b, "distances", '[');
 		for (int i = 0; i < k; i++) {
 			vl_sep(&b);
@@ -272,18 +221,18 @@ static void probe_node(const char *where, int node, int distance, int cpu, size_
 		exit(1);
 	}
 	double on = vl_on_node(buf, size, node);
-	do_read(buf, size); /* warm: TLB */
-	{ T0(); do_read(buf, size); emit("read", where, node, distance, cpu, (double)size, (long)(size / 16), MS(), on); }
+	vl_stream_read(buf, size); /* warm: TLB */
+	{ T0(); vl_stream_read(buf, size); emit("read", where, node, distance, cpu, (double)size, (long)(size / 16), MS(), on); }
 	size_t lines = size / 64;
 	uint32_t *order = malloc(lines * sizeof *order);
 	vl_random_cycle(order, lines, &rng);
 	for (size_t i = 0; i < lines; i++)
 		*(void **)(buf + (size_t)order[i] * 64) = buf + (size_t)order[(i + 1) % lines] * 64;
 	free(order);
-	void **p = do_chase((void **)buf, (long)lines); /* warm-up lap */
+	void **p = vl_chase((void **)buf, (long)lines); /* warm-up lap */
 	long n = laps * (long)lines;
 	T0();
-	p = do_chase(p, n);
+	p = vl_chase(p, n);
 	double ms = MS();
 	sink = (uint64_t)(uintptr_t)p;
 	emit("chase", where, node, distance, cpu, (double)n * 64, n, ms, on);
@@ -294,69 +243,24 @@ static void probe_node(const char *where, int node, int distance, int cpu, size_
  * at once, meeting at a spinning barrier; the bandwidth is all their bytes
  * over the span from the first start to the last end on the guest clocks
  * (bwprobe's node_threads, aimed at another node). */
-struct slice { char *b; size_t n; int cpu; double t0, t1; };
-static volatile int arrived, nthreads;
-
-static void *reader(void *arg)
-{
-	struct slice *s = arg;
-	vl_pin(s->cpu);
-	do_read(s->b, s->n);
-	__atomic_add_fetch(&arrived, 1, __ATOMIC_SEQ_CST);
-	while (__atomic_load_n(&arrived, __ATOMIC_SEQ_CST) < nthreads) {
-#if defined(__x86_64__)
-		__builtin_ia32_pause();
-#endif
-	}
-	s->t0 = vl_now_ms(CLOCK_MONOTONIC);
-	do_read(s->b, s->n);
-	s->t1 = vl_now_ms(CLOCK_MONOTONIC);
-	return NULL;
-}
-
 static void node_threads(int from, int node, int cpu, size_t size)
 {
-	int cpus[256], nc = vl_node_cpus(from, cpus, 256);
-	if (nc == 0)
-		cpus[nc++] = cpu;
-	char *buf = vl_node_alloc(size, node);
-	if (!buf) {
+	struct vl_node_read r;
+	if (vl_node_read(from, node, cpu, size, &r)) {
 		perror("tierprobe: mmap");
 		exit(1);
 	}
-	struct slice sl[256];
-	pthread_t th[256];
-	size_t per = (size / (size_t)nc) & ~(size_t)4095;
-	arrived = 0;
-	nthreads = nc;
-	for (int i = 0; i < nc; i++) {
-		sl[i] = (struct slice){buf + (size_t)i * per, per, cpus[i], 0, 0};
-		pthread_create(&th[i], NULL, reader, &sl[i]);
-	}
-	double first = 0, last = 0, worst = 0;
-	for (int i = 0; i < nc; i++) {
-		pthread_join(th[i], NULL);
-		if (i == 0 || sl[i].t0 < first)
-			first = sl[i].t0;
-		if (sl[i].t1 > last)
-			last = sl[i].t1;
-		if (sl[i].t1 - sl[i].t0 > worst)
-			worst = sl[i].t1 - sl[i].t0;
-	}
-	double span = last - first;
 	vl_buf b = vl_record("tier_bw_node");
 	vl_kint(&b, "from_node", from);
 	vl_kint(&b, "node", node);
-	vl_kint(&b, "cpus", nc);
-	vl_kdbl(&b, "bytes", (double)per * nc);
-	vl_kdbl(&b, "guest_ms", span);
-	vl_kdbl(&b, "slowest_ms", worst);
-	vl_kdbl(&b, "gbps", (double)per * nc / (span * 1e6));
-	vl_kdbl(&b, "on_node", vl_on_node(buf, size, node));
+	vl_kint(&b, "cpus", r.cpus);
+	vl_kdbl(&b, "bytes", r.bytes);
+	vl_kdbl(&b, "guest_ms", r.guest_ms);
+	vl_kdbl(&b, "slowest_ms", r.slowest_ms);
+	vl_kdbl(&b, "gbps", r.gbps);
+	vl_kdbl(&b, "on_node", r.on_node);
 	vl_emit(&b);
-	vl_metric("target_node_read_gbps", (double)per * nc / (span * 1e6), "GB/s");
-	munmap(buf, size);
-	vl_pin(cpu);
+	vl_metric("target_node_read_gbps", r.gbps, "GB/s");
 }
 
 int main(int argc, char **argv)
@@ -394,7 +298,7 @@ int main(int argc, char **argv)
 		dax_to_kmem(); /* first: a node it onlines is a node from now on */
 	int nodes = vl_nodes();
 	numa_view(nodes);
-	int row[64], nd = slit_row((int)home, row, 64);
+	int row[64], nd = vl_slit_row((int)home, row, 64);
 	if (node < 0) { /* the nearest node without CPUs, else the farthest */
 		int best = -1;
 		for (int n = 0; n < nd && n < nodes; n++) {
