@@ -86,7 +86,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                         "comma-separated (e.g. vanilla,zone-reclaim-auto or vanilla,vanilla@6.12), run "
                         "the experiment once per kernel and print a comparison")
     p.add_argument("--flavor", default=D.flavor, choices=list(kernel.FLAVORS),
-                   help="kernel config flavor: lockstat adds LOCK_STAT (slower; never mix flavors in a comparison)")
+                   help="kernel config flavor: lockstat adds LOCK_STAT (slower; never mix flavors in a comparison); "
+                        "mglru builds in the multi-generational LRU, on from boot")
     p.add_argument("--qemu-mode", default=D.qemu_mode, choices=["icount", "mttcg"],
                    help="icount: deterministic per-vCPU guest clocks (each vCPU's instructions at the topology's "
                         "clock plus the model's stalls), pinned RTC; "

@@ -23,7 +23,7 @@ TABLES = {
         "params_json": "every experiment parameter, the sizes derived from the topology, and the guest command",
         "patch_set": "the kernel's patch set from images/patches/ (vanilla = Linux 6.1 as Debian ships it; "
                      "set@6.12: the set on Linux 6.12)",
-        "kernel_flavor": "config flavor: default, or lockstat (LOCK_STAT on)",
+        "kernel_flavor": "config flavor: default, lockstat (LOCK_STAT on) or mglru (the multi-generational LRU on)",
         "engine_version": "QEMU 10.0.2 and the hash of vmlab's patch series, or Debian's binary",
         "clock_model": "how guest time was kept: per-vCPU clocks, ps per instruction, quantum, stalls charged",
         "timing_mode": "timing model: off, fast (counts) or detailed (every access priced on the topology)",

@@ -75,7 +75,7 @@ ARCHES = {
     # QEMU's clipper loads the ELF vmlinux itself (its PALcode comes with QEMU).
     "alpha": {"make_arch": "alpha", "cross": "alpha-linux-gnu-", "image": "vmlinux", "target": "vmlinux"},
 }
-FLAVORS = ("default", "lockstat")
+FLAVORS = ("default", "lockstat", "mglru")
 
 
 class BuildError(RuntimeError):

@@ -136,25 +136,35 @@ def kswapd_busiest(con, rid) -> float | None:
     return 100 * max(shares) if shares else None
 
 
-def stall_share(*needles: str) -> Callable:
-    """Share of the kernel's modeled stall (timing_symbols, --timing detailed)
-    in symbols containing a needle: the nearest we have to a profile's share
-    of samples. User and boot time are left out, as a kernel profile would."""
+def _busy(con, rid, dso: str | None):
+    """(symbol, time_ps) of the run's profile on the guest clock (profile_symbols,
+    every CPU and phase; idle is not a symbol): of one DSO ("kernel") or all."""
+    sql = "SELECT symbol, SUM(time_ps) AS ps FROM profile_symbols WHERE run_id = ?"
+    args: tuple = (rid,)
+    if dso is not None:
+        sql, args = sql + " AND dso = ?", (rid, dso)
+    return con.execute(sql + " GROUP BY symbol ORDER BY ps DESC", args).fetchall()
+
+
+def cpu_share(*needles: str, dso: str | None = None) -> Callable:
+    """Share of the CPUs' busy time on the guest clock (the run's profile) in
+    symbols containing a needle: what a sampling profiler's share of samples
+    is on the machine modeled. dso="kernel": of the kernel's time only (a
+    kernel profiler's view, gprof's in seed 000). None without a profile."""
     def get(con, rid):
-        rows = con.execute("SELECT symbol, stall_ps FROM timing_symbols WHERE run_id = ? "
-                           "AND symbol NOT IN ('[user]', '[boot]')", (rid,)).fetchall()
-        total = sum(r["stall_ps"] or 0 for r in rows)
+        rows = _busy(con, rid, dso)
+        total = sum(r["ps"] for r in rows)
         if not total:
             return None
-        return 100 * sum(r["stall_ps"] or 0 for r in rows if any(n in r["symbol"] for n in needles)) / total
+        return 100 * sum(r["ps"] for r in rows if any(n in r["symbol"] for n in needles)) / total
     return get
 
 
-def top_symbols(con, rid, n: int = 3) -> list[tuple[str, float]]:
-    rows = con.execute("SELECT symbol, stall_ps FROM timing_symbols WHERE run_id = ? "
-                       "AND symbol NOT IN ('[user]', '[boot]') ORDER BY stall_ps DESC", (rid,)).fetchall()
-    total = sum(r["stall_ps"] or 0 for r in rows)
-    return [(r["symbol"], 100 * (r["stall_ps"] or 0) / total) for r in rows[:n]] if total else []
+def top_symbols(con, rid, n: int = 3, dso: str | None = None) -> list[tuple[str, float]]:
+    """The run's top symbols by share of the CPUs' busy time (its profile)."""
+    rows = _busy(con, rid, dso)
+    total = sum(r["ps"] for r in rows)
+    return [(r["symbol"], 100 * r["ps"] / total) for r in rows[:n]] if total else []
 
 
 def lock_contentions(like: str) -> Callable:

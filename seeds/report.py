@@ -23,6 +23,7 @@ from seeds.tables import SEEDS
 from timing import modes
 
 FLAT = 0.01  # a change under 1 % shows no direction
+MGLRU = "mglru"  # the kernel flavor with the multi-generational LRU on (images/kernel/mglru.config)
 
 
 # --- the table ----------------------------------------------------------------------------
@@ -109,6 +110,10 @@ def _render(con, s, run_ids) -> str:
     keys = list(cols)
     # % against the first kernel on the same machine, flavor and timing: runs that differ only in the kernel
     base = {k: next(b for b in keys if b[:5] == k[:5]) for k in keys}
+    for k in keys:  # the MGLRU flavor is today's answer to the seed: its % are against the default flavor's vanilla
+        dflt = [b for b in keys if k[2] == MGLRU and b[0] == k[0] and b[2] == "default" and b[3:5] == k[3:5]]
+        if dflt:
+            base[k] = dflt[0]
     seedcol = {k[5][1]: s.stands_for[k[5][1]] for k in sorted(keys, key=lambda k: k[5]) if k[5][1] in s.stands_for}
     out = [f"seed {s.id}: {s.title}  [{s.doc}]",
            f"ours: {s.experiment} on {', '.join(dict.fromkeys(r['topology'] for r in runs))}; " + "; ".join(
@@ -198,9 +203,12 @@ def _direction(s, h, row: Row, ours: dict, keys, base, pub: dict) -> list[str]:
     for b, k in _pairs(s, keys, base):
         where = f" at {k[0][0]} CPUs ({k[0][2]})" if k[0] else ""
         pair = f"{_label(b)}→{_label(k)}"
-        c0, c1 = (None, None) if b[5][2] or k[5][2] else (s.stands_for.get(b[5][1]), s.stands_for.get(k[5][1]))
+        c0, c1 = (None, None) if b[5][2] or k[5][2] or b[2] != k[2] else (s.stands_for.get(b[5][1]),
+                                                                          s.stands_for.get(k[5][1]))
         p0, p1 = _pub(pub.get(c0)), _pub(pub.get(c1))
-        if p0 and p1:
+        if b[2] != k[2]:  # another flavor of the same kernel: MGLRU, which no seed's kernel had
+            want, seed = None, f"seed: no such kernel (the {k[2]} flavor is today's reclaim, not the seed's)"
+        elif p0 and p1:
             want = _sign(p0, p1)
             seed = f"seed {pct(p0[0], p1[0])} for the same pair ({c0}→{c1})"
             if s.columns.index(c0) > s.columns.index(c1):

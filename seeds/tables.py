@@ -21,6 +21,7 @@ from seeds.kit import (
     Row,
     Seed,
     Table,
+    cpu_share,
     delta,
     fig,
     kswapd_busiest,
@@ -31,23 +32,26 @@ from seeds.kit import (
     run_of,
     scalar,
     span_s,
-    stall_share,
     top_symbols,
 )
 
 
 # --- 000: mlockchurn -------------------------------------------------------------
-def _over_ideal(con, rid):
-    """Run time over the free-memory pace: the first `slots` chunks land in
-    memory nobody used yet (the seed's 'virgin' memory, its 18 s a chunk)."""
-    ms = [r[0] for r in con.execute("SELECT wall_ms FROM mlockchurn_chunks WHERE run_id = ? ORDER BY chunk", (rid,))]
-    slots = params(con, rid).get("slots", 1)
-    if len(ms) <= slots:
-        return None
-    return 100 * (sum(ms) / (statistics.mean(ms[:slots]) * len(ms)) - 1)
+def _over_ideal(column: str) -> Callable:
+    """A chunk's time (wall_ms: real; busy_ms: the machine's CPU) over the
+    free-memory pace: the first `slots` chunks land in memory nobody used
+    yet (the seed's 'virgin' memory, its 18 s a chunk)."""
+    def get(con, rid):
+        ms = [r[0] for r in con.execute(f"SELECT {column} FROM mlockchurn_chunks WHERE run_id = ? ORDER BY chunk",
+                                        (rid,))]
+        slots = params(con, rid).get("slots", 1)
+        if len(ms) <= slots or any(m is None for m in ms) or not statistics.mean(ms[:slots]):
+            return None  # runs before the CPU columns: None
+        return 100 * (sum(ms) / (statistics.mean(ms[:slots]) * len(ms)) - 1)
+    return get
 
 
-NEED_TIMING = "needs --timing detailed; timing_symbols is modeled stall per symbol, not CPU samples"
+NEED_PROFILE = "needs a run with the plugin's profile (every timing mode but off; --no-profile turns it off)"
 NEED_LOCKSTAT = "needs --flavor lockstat"
 S000 = Seed(
     "000", 'Daniel Phillips, "Google\'s mm problems" (linux-kernel, 2001; 2.4.9, 2 CPUs, 2 GB)',
@@ -60,9 +64,10 @@ S000 = Seed(
         Row("chunk_s", "time per chunk (munlock, map, mlock)", "s",
             scalar("SELECT AVG(wall_ms) FROM mlockchurn_chunks WHERE run_id = ?", 1e-3)),
         Row("run_s", "run time, all chunks", "s", fig("mlockchurn.elapsed_s")),
-        Row("over_ideal", "real time over the free-memory pace", "%", _over_ideal),
-        Row("cpu_over_ideal", "CPU time over ideal", "%", None,
-            "mlockchurn records no CPU time of its own"),
+        Row("over_ideal", "real time over the free-memory pace", "%", _over_ideal("wall_ms")),
+        Row("cpu_over_ideal", "CPU time over ideal (the machine's, kswapd included)", "%", _over_ideal("busy_ms"),
+            "needs mlockchurn's CPU columns (runs since they were added)"),
+        Row("program_cpu", "the program's CPU time (user + system)", "s", fig("mlockchurn.cpu_s")),
         Row("kswapd_steady", "kswapd CPU, busiest node over the run", "%", kswapd_busiest),
         Row("kswapd_peak", "kswapd CPU, busiest node's peak interval", "%", fig("mlockchurn.kswapd_share_peak", 100)),
         Row("kswapd_sleeping", "kswapd CPU while the program sleeps (busiest node)", "%",
@@ -73,12 +78,14 @@ S000 = Seed(
         Row("majflt", "major faults", "faults",
             scalar("SELECT SUM(majflt) FROM mlockchurn_chunks WHERE run_id = ?")),
     ), (Headline("kswapd_steady", "kswapd CPU"), Headline("run_s", "run time"))),
-     Table("profile (seed: gprof samples with the fix; ours: share of the kernel's modeled stall)", (
+     Table("profile (seed: gprof samples with the fix; ours: share of the kernel's busy time on the guest clock)", (
          Row("refill_inactive_scan", "refill_inactive_scan (6.1: shrink_active_list)", "%",
-             stall_share("shrink_active_list", "refill_inactive"), NEED_TIMING),
+             cpu_share("shrink_active_list", "refill_inactive", dso="kernel"), NEED_PROFILE),
          Row("page_launder", "page_launder (6.1: shrink_inactive_list, shrink_folio_list)", "%",
-             stall_share("shrink_inactive_list", "shrink_folio_list", "page_launder"), NEED_TIMING),
-         Row("stext_lock", "stext_lock (spin lock contention)", "%", stall_share("spin_lock"), NEED_TIMING),
+             cpu_share("shrink_inactive_list", "shrink_folio_list", "page_launder", dso="kernel"),
+             NEED_PROFILE),
+         Row("stext_lock", "stext_lock (spin lock contention)", "%", cpu_share("spin_lock", dso="kernel"),
+             NEED_PROFILE),
          Row("lru_lock", "LRU lock contentions (lock_stat's top 10 classes)", "contentions",
              lock_contentions("%lru_lock%"), NEED_LOCKSTAT),
      ))), by_machine=True)
@@ -186,11 +193,11 @@ def _spin_wait_s(con, rid):
 def _fork_notes(con, run_ids) -> list[str]:
     out = []
     for rid in run_ids:
-        top = top_symbols(con, rid)
+        top = top_symbols(con, rid, dso="kernel")
         if top:
             r = run_of(con, rid)
-            out.append(f"top kernel symbols by modeled stall, run {rid} ({r['patch_set']}, {r['cpus']} CPUs): "
-                       + ", ".join(f"{s} {p:.1f} %" for s, p in top))
+            out.append(f"top kernel symbols by share of the kernel's busy time, run {rid} ({r['patch_set']}, "
+                       f"{r['cpus']} CPUs): " + ", ".join(f"{s} {p:.1f} %" for s, p in top))
     return out
 
 
@@ -210,9 +217,13 @@ S002 = Seed(
         Row("anon_vma_wait", "anon_vma lock wait", "ms", _lock_wait_ms("anon_vma"), NEED_LOCKSTAT),
         Row("ptl", "pte lock (ptl) contentions", "contentions", fig("forkstorm.lock_contentions.ptl"), NEED_LOCKSTAT),
         Row("ptl_wait", "pte lock wait", "ms", _lock_wait_ms("ptl"), NEED_LOCKSTAT),
-        Row("spin_lock", "_spin_lock", "% of kernel", stall_share("spin_lock"), NEED_TIMING),
+        Row("spin_lock", "_spin_lock", "% of kernel", cpu_share("spin_lock", dso="kernel"),
+            NEED_PROFILE),
         Row("page_check_address", "page_check_address (6.1: page_vma_mapped_walk)", "% of kernel",
-            stall_share("page_vma_mapped_walk", "page_check_address"), NEED_TIMING),
+            cpu_share("page_vma_mapped_walk", "page_check_address", dso="kernel"), NEED_PROFILE),
+        # 6.1's anon_vma lock is an rwsem: its bounded optimistic spin, apart from the spin locks
+        Row("rwsem_spin", "rwsem optimistic spinning (osq_lock, rwsem_optimistic_spin)", "% of kernel",
+            cpu_share("osq_lock", "rwsem_optimistic_spin", "rwsem_spin_on_owner", dso="kernel"), NEED_PROFILE),
         Row("kswapd", "kswapd CPU time", "s", fig("forkstorm.kswapd_s")),
         Row("spin_wait", "spin-wait (PAUSE) time, whole run", "CPU-s", _spin_wait_s),
     ), (Headline("sys", "system time", +1, "the trylock lowers it"),

@@ -75,6 +75,8 @@ def mlockchurn_lines(chunk_ms: list[float], kswapd: float) -> list[str]:
     out = [snap("before", 0, pswpout=0)]
     out += [rec("mlock_chunk", chunk=i, slot=i % 2, steps=115, ok=1, mlock_ms=ms * 0.9, step_median_ms=1,
                 step_max_ms=3, wall_ms=ms, t_ms=sum(chunk_ms[:i + 1]), majflt=100 * i, minflt=5,
+                # the machine's busy time: half the chunk in free memory (2 slots), all of it once reclaiming
+                cpu_ms=ms / 4, busy_ms=ms * (0.5 if i < 2 else 1.0),
                 kswapd_s=0.1, pgscan_kswapd=1000, pgscan_direct=0, pgsteal_kswapd=900, pgsteal_direct=0,
                 free_kib=[4096] * 8) for i, ms in enumerate(chunk_ms)]
     out += kswapd_samples(8, kswapd)
@@ -202,13 +204,21 @@ def build(path: Path) -> dict:
     # the seed's fix on top of the period set: lower system time and anon_vma contention
     ids["f_try"] = store(con, x2, forkstorm_lines(0.7, 200 * x2.cpus), experiment="forkstorm",
                          patch_set="rmap-lock-blocking-ptl-trylock", kernel_flavor="lockstat", run_key="f_try")
+    # vanilla with the multi-generational LRU (the mglru flavor): today's answer beside the seed's kernels
+    ids["q_mglru"] = store(con, gs8, qsbench_lines(6.0, 0.5, 9.0, 900, 1.0), experiment="qsbench", patch_set="vanilla",
+                           kernel_flavor="mglru", run_key="q_mglru")
     # a detailed-timing forkstorm run: its modeled stall per kernel symbol
     ids["f_timed"] = store(con, x2, forkstorm_lines(0.9, 800), experiment="forkstorm", patch_set="rmap-lock-blocking",
                            timing_mode="detailed", run_key="f_timed")
     with con:
-        insert(con, "timing_symbols", [{"run_id": ids["f_timed"], "symbol": s, "stall_ps": ps} for s, ps in (
-            ("native_queued_spin_lock_slowpath", 600), ("_raw_spin_lock", 150), ("page_vma_mapped_walk", 100),
-            ("clear_page_erms", 150), ("[user]", 5000))])
+        # the profile on the guest clock: kernel time per symbol, and a program's (left out of "% of kernel")
+        insert(con, "profile_symbols", [
+            {"run_id": ids["f_timed"], "cpu": 0, "phase": 0, "phase_name": None, "phase_instance": None,
+             "symbol": s, "dso": dso, "insns": 1, "insn_ps": ps, "core_ps": 0, "mem_ps": 0, "lock_ps": 0,
+             "fetch_ps": 0, "pause_ps": 0, "pauses": 0, "time_ps": ps} for s, dso, ps in (
+                ("native_queued_spin_lock_slowpath", "kernel", 600), ("_raw_spin_lock", "kernel", 150),
+                ("page_vma_mapped_walk", "kernel", 100), ("clear_page_erms", "kernel", 150),
+                ("main", "forkstorm", 5000))])
     con.close()
     return ids
 
@@ -424,7 +434,7 @@ def test_a_seeds_blocks_are_the_blocks_the_study_runner_reads():
 def test_timing_and_lockstat_rows_only_when_the_runs_have_them(built):
     path, ids, con = built
     timed = table(con, "002", [ids["f_van_8"], ids["f_timed"]])
-    # kernel stall only ([user] left out): spin locks 750 of 1000 ps
+    # the kernel's busy time only (the program's left out): spin locks 750 of 1000 ps
     # default-flavor columns come first; a timed run with no default-flavor vanilla beside it has no %
     assert cells(timed, "row")[1:3] == ["rmap-lock-blocking [timing detailed]", "vanilla (lockstat)"]
     assert cells(timed, "_spin_lock")[1:3] == ["75", "-"]
@@ -433,14 +443,17 @@ def test_timing_and_lockstat_rows_only_when_the_runs_have_them(built):
     assert cells(timed, "CPU idle")[1] == "10.00"
     # lock_stat's wait totals in ms, from each storm's record (9,000 and 1,500 us)
     assert cells(timed, "anon_vma lock wait")[1:3] == ["9", "9"] and cells(timed, "pte lock wait")[1:3] == ["1.50"] * 2
-    assert (f"top kernel symbols by modeled stall, run {ids['f_timed']} (rmap-lock-blocking, 8 CPUs): "
-            "native_queued_spin_lock_slowpath 60.0 %, _raw_spin_lock 15.0 %, clear_page_erms 15.0 %") in timed
+    assert (f"top kernel symbols by share of the kernel's busy time, run {ids['f_timed']} (rmap-lock-blocking, "
+            "8 CPUs): native_queued_spin_lock_slowpath 60.0 %, _raw_spin_lock 15.0 %, clear_page_erms 15.0 %") in timed
     untimed = table(con, "000", seed_runs.select_runs(con, "000", ids["study"]))
-    assert re.search(r"^not in these runs \(needs --timing detailed.*\): refill_inactive_scan", untimed, re.M)
+    assert re.search(r"^not in these runs \(needs a run with the plugin's profile.*\): refill_inactive_scan", untimed,
+                     re.M)
     # vanilla 6.1 stands for no seed column: the seed's % are against its first published kernel (2.4.9)
     assert cells(untimed, "kswapd CPU, busiest node over the run")[1:] == ["30", "95", "+216.67%", "40", "+33.33%",
                                                                          "100", "35", "-65.00%"]
     assert cells(untimed, "real time over the free-memory pace")[1:4] == ["15.00", "65.00", "+333.33%"]
+    # busy 500 + 500 + 1200 + 1400 ms against 4 x 500 (vanilla), 500 + 500 + 2000 + 2600 (the period set)
+    assert cells(untimed, "CPU time over ideal (the machine's, kswapd included)")[1:4] == ["80", "180.00", "+125.00%"]
     # the seed's own before/after is re-enacted: period set -> period set + the seed's fix
     assert ("direction, kswapd CPU: ours -57.89% mlocked-on-lru→mlocked-on-lru-kswapd-sleeps at 8 CPUs (gs1280-8); "
             "seed -65.00% for the same pair (2.4.9→2.4.9 + kswapd-sleeps): same direction as the seed") in untimed
@@ -455,7 +468,8 @@ def test_default_selection_latest_ok_runs_per_column(built, tmp_path, monkeypatc
     monkeypatch.setattr(seed_runs, "SEEDS_STUDY", study)
     # kvio: the newest ok run per kernel with the block's parameters; the failed one is skipped
     assert seed_runs.select_runs(con, "001") == [ids["k_van"], ids["k_flip"]]
-    assert len(seed_runs.select_runs(con, "003")) == 6          # the block's three repeats per kernel
+    # the block's three repeats per kernel, and the one run of vanilla's MGLRU flavor (a column of its own)
+    assert len(seed_runs.select_runs(con, "003")) == 7
     fork = seed_runs.select_runs(con, "002")                    # kernel x machine x flavor x timing
     assert ids["f_timed"] in fork and ids["f_flip"] in fork and ids["f_rb_8"] not in fork
 
@@ -555,3 +569,16 @@ def test_seeds_command_runs_every_block_of_a_seed(monkeypatch, tmp_path, capsys)
     monkeypatch.setattr(seedscli, "SEEDS_STUDY", study)
     assert seedscli.main(["004", "--db", str(tmp_path / "r.db")]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_mglru_column_against_the_default_flavors_vanilla(built):
+    """The MGLRU flavor's column is compared with vanilla of the default
+    flavor on the same machine (not with itself), and its direction is no
+    seed's: no seed's kernel had MGLRU."""
+    path, ids, con = built
+    text = table(con, "003", [ids["q_van_0"], ids["q_van_1"], ids["q_van_2"], ids["q_mglru"]])
+    assert cells(text, "row")[1:4] == ["vanilla", "vanilla (mglru)", "%"]
+    # elapsed: vanilla's three runs 10 / 12 / 14 s (mean 12), MGLRU's 9 s
+    assert cells(text, "elapsed")[1:4] == ["12 (10-14)", "9", "-25.00%"]
+    assert ("direction, elapsed: ours -25.00% vanilla→vanilla (mglru) at 8 CPUs (gs1280-8); seed: no such kernel "
+            "(the mglru flavor is today's reclaim, not the seed's): no seed direction to compare") in text

@@ -20,16 +20,6 @@
 
 static const char *PROG = "forkstorm";
 
-/* user, nice, system, idle, iowait, irq, softirq from the first /proc/stat line */
-static void cpu_ticks(long long t[7])
-{
-	char *s = vl_slurp("/proc/stat");
-	memset(t, 0, 7 * sizeof *t);
-	if (s)
-		sscanf(s, "cpu %lld %lld %lld %lld %lld %lld %lld", &t[0], &t[1], &t[2], &t[3], &t[4], &t[5], &t[6]);
-	free(s);
-}
-
 /* What every child does, and where */
 struct job {
 	char *region;		/* its worker's region */
@@ -199,7 +189,7 @@ int main(int argc, char **argv)
 	/* the storm: everything below is measured from here */
 	vl_lockstat_clear(VL_LOCK_STAT);
 	vl_vmstat_many(VL_RECLAIM, v0);
-	cpu_ticks(c0);
+	vl_cpu_ticks(c0);
 	long long ks0 = vl_kswapd_ticks(NULL, 0);
 	struct tms tm0, tm1;
 	times(&tm0);
@@ -235,7 +225,7 @@ int main(int argc, char **argv)
 	double el = vl_now_ms(CLOCK_MONOTONIC) - t0;
 	vl_sampler_stop(sampler);
 	times(&tm1);
-	cpu_ticks(c1);
+	vl_cpu_ticks(c1);
 	vl_vmstat_many(VL_RECLAIM, v1);
 	long long ks1 = vl_kswapd_ticks(NULL, 0);
 	long long total = 0, idle_workers = 0, killed = 0;

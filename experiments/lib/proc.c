@@ -67,6 +67,15 @@ long long vl_node_meminfo(const char *s, const char *field)
 	return -1;
 }
 
+void vl_cpu_ticks(long long t[7])
+{
+	char *s = vl_slurp("/proc/stat");
+	memset(t, 0, 7 * sizeof *t);
+	if (s)
+		sscanf(s, "cpu %lld %lld %lld %lld %lld %lld %lld", &t[0], &t[1], &t[2], &t[3], &t[4], &t[5], &t[6]);
+	free(s);
+}
+
 long long vl_meminfo(const char *field)
 {
 	char *s = vl_slurp("/proc/meminfo");

@@ -133,6 +133,14 @@ const char *vl_node_file(char *p, size_t sz, int node, const char *file);
 long long vl_node_meminfo(const char *s, const char *field); /* "Node 0 MemFree:   1234 kB" in s; -1: none */
 long long vl_meminfo(const char *field);                     /* /proc/meminfo, kB; -1: none */
 long long vl_vmstat_get(const char *name);                   /* one /proc/vmstat counter; -1: none */
+/* The machine's CPU time from /proc/stat's first line, in clock ticks:
+ * t[0..7) = user, nice, system, idle, iowait, irq, softirq (zeros if unread) */
+void vl_cpu_ticks(long long t[7]);
+/* Busy ticks of t (all but idle and iowait) */
+static inline long long vl_busy_ticks(const long long t[7])
+{
+	return t[0] + t[1] + t[2] + t[5] + t[6];
+}
 void vl_vmstat_many(const char **names, long long *out);     /* names NULL-ended, out[i] = value or -1 */
 
 /* ---- records every run reports (records.c) -------------------------------- */

@@ -16,6 +16,11 @@
 
 static const char *PROG = "mlockchurn";
 
+static double tv_ms(struct timeval t)
+{
+	return t.tv_sec * 1e3 + t.tv_usec / 1e3;
+}
+
 static int cmp_dbl(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -119,12 +124,14 @@ int main(int argc, char **argv)
 	long long ks_start = vl_kswapd_ticks(NULL, 0);
 	pid_t sampler = vl_kswapd_sampler(sample_ms);
 	double *t_step = malloc(sizeof *t_step * (size_t)steps);
-	double t_start = vl_now_ms(CLOCK_MONOTONIC), sum_mlock = 0, max_step_all = 0;
+	double t_start = vl_now_ms(CLOCK_MONOTONIC), sum_mlock = 0, max_step_all = 0, sum_cpu = 0, sum_busy = 0;
 	long done = 0, failed = 0;
 	for (long j = 0; j < chunks; j++) {
 		long i = j % slots;
 		struct rusage u0, u1;
+		long long m0[7], m1[7];
 		vl_vmstat_many(R, r0);
+		vl_cpu_ticks(m0);
 		long long ks0 = vl_kswapd_ticks(NULL, 0);
 		getrusage(RUSAGE_SELF, &u0);
 		double w0 = vl_now_ms(CLOCK_MONOTONIC);
@@ -153,6 +160,7 @@ int main(int argc, char **argv)
 		double lock_ms = vl_now_ms(CLOCK_MONOTONIC) - lock0;
 		close(fd);
 		getrusage(RUSAGE_SELF, &u1);
+		vl_cpu_ticks(m1);
 		vl_vmstat_many(R, r1);
 		long long ks1 = vl_kswapd_ticks(NULL, 0);
 		double w1 = vl_now_ms(CLOCK_MONOTONIC);
@@ -175,6 +183,14 @@ int main(int argc, char **argv)
 		vl_kint(&b, "majflt", u1.ru_majflt - u0.ru_majflt);
 		vl_kint(&b, "minflt", u1.ru_minflt - u0.ru_minflt);
 		vl_kdbl(&b, "kswapd_s", (double)(ks1 - ks0) / tck);
+		/* the seed's "95 % more cpu than it should": the program's own CPU
+		 * time and the whole machine's (kswapd and all) per chunk */
+		double cpu_ms = tv_ms(u1.ru_utime) + tv_ms(u1.ru_stime) - tv_ms(u0.ru_utime) - tv_ms(u0.ru_stime);
+		double busy_ms = 1e3 * (double)(vl_busy_ticks(m1) - vl_busy_ticks(m0)) / tck;
+		vl_kdbl(&b, "cpu_ms", cpu_ms);
+		vl_kdbl(&b, "busy_ms", busy_ms);
+		sum_cpu += cpu_ms;
+		sum_busy += busy_ms;
 		for (int k = 0; R[k]; k++)
 			vl_kint(&b, R[k], r1[k] >= 0 && r0[k] >= 0 ? r1[k] - r0[k] : -1);
 		vl_nodefree(&b, nodes);
@@ -231,6 +247,8 @@ int main(int argc, char **argv)
 	vl_metric("mlockchurn.mlock_ms_per_mib", mib_locked > 0 ? sum_mlock / mib_locked : 0, "ms/MiB");
 	vl_metric("mlockchurn.mlock_step_max_ms", max_step_all, "ms");
 	vl_metric("mlockchurn.kswapd_cpu_share", share, "CPU");
+	vl_metric("mlockchurn.cpu_s", sum_cpu / 1e3, "s");
+	vl_metric("mlockchurn.machine_busy_s", sum_busy / 1e3, "CPU-s");
 	vl_metric("mlockchurn.pgscan", (double)scan, "pages");
 	vl_metric("mlockchurn.pgsteal", (double)steal, "pages");
 	vl_metric("mlockchurn.reclaim_efficiency", scan > 0 ? (double)steal / scan : 0, "ratio");

@@ -31,6 +31,11 @@ CHUNKS = Table("mlockchurn_chunks", "mlockchurn: each file chunk mapped over a s
                    Column("pgscan_direct", "INTEGER"),
                    Column("pgsteal_kswapd", "INTEGER"),
                    Column("pgsteal_direct", "INTEGER"),
+                   # the seed's CPU over ideal: the program's CPU time and the machine's busy time per chunk
+                   Column("cpu_ms", "REAL", "the program's CPU time over the chunk (user + system, getrusage)",
+                          step=2),
+                   Column("busy_ms", "REAL", "the machine's busy CPU time over the chunk (/proc/stat, all CPUs: "
+                          "kswapd included)", step=2),
                ), key=("run_id", "chunk"))
 TABLES = (CHUNKS,)
 SCHEMA = kit.schema(*TABLES)  # versioned: a new table or column takes the next step (analysis/kit.py)
@@ -69,6 +74,9 @@ def figures(con, run_id: int, r, params: dict, w) -> None:
       f"{f(m.get('mlockchurn.reclaim_efficiency'))}); kswapd CPU over the chunks "
       f"{f(m.get('mlockchurn.kswapd_cpu_share'), '{:.3f}')} CPUs, all {r['nodes']} nodes' kswapds together "
       f"(the seed's storm: its one kswapd at 100 %, 1.0; per node see the peak below)")
+    if m.get("mlockchurn.machine_busy_s") is not None:
+        w(f"  CPU over the chunks: the program {f(m.get('mlockchurn.cpu_s'))} s (user + system), the machine "
+          f"{f(m.get('mlockchurn.machine_busy_s'))} CPU-s busy (kswapd and all; the seed: 95 % more than it should)")
     if m.get("mlockchurn.sleep_s"):
         w(f"  then {m['mlockchurn.sleep_s']:.1f} s asleep with everything locked: the busiest node's kswapd at "
           f"{f(m.get('mlockchurn.kswapd_sleeping_busiest'), '{:.2f}')} CPU, all together "
