@@ -372,6 +372,6 @@ S004 = Seed(
     "local node first, like Tru64's RADs",
     (Table("fill order, ms per chunk, swap and free memory (one chunk = a quarter node, the seed's 1 GB)",
            _memeater_rows, (Headline("touched", "memory touched before swapping began"),)),),
-    by_machine=True, param_columns=("zone_reclaim_mode",))
+    by_machine=True, param_columns=("zone_reclaim_mode", "cache_frac"))
 
 SEEDS = {s.id: s for s in (S000, S001, S002, S003, S004)}

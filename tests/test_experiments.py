@@ -118,7 +118,7 @@ def one_line(exp, topo, overrides, expect, start="--param: "):
 
 @pytest.mark.parametrize("exp, overrides, expect", [
     ("memeater", {"chunks": str(10**12)}, "parameters chunks=1000000000000: expected a run within 1e+07 s"),
-    ("memeater", {"cycles": str(10**12)}, "timeout_s = '120 + fill_mib * cycles / 4' gives 6.4e+13 s"),
+    ("memeater", {"cycles": str(10**12)}, "timeout_s = '120 + fill_mib * cycles / 4 + cache_mib / 4' gives 6.4e+13 s"),
     ("memeater", {"chunks": "-1"}, "parameter 'chunks': expected >= 0"),
     ("memeater", {"chunk_frac": "inf"}, "parameter 'chunk_frac': expected a finite number, got inf"),
     ("memeater", {"fill_frac": "nan"}, "parameter 'fill_frac': expected a finite number, got nan"),

@@ -582,3 +582,16 @@ def test_mglru_column_against_the_default_flavors_vanilla(built):
     assert cells(text, "elapsed")[1:4] == ["12 (10-14)", "9", "-25.00%"]
     assert ("direction, elapsed: ours -25.00% vanilla→vanilla (mglru) at 8 CPUs (gs1280-8); seed: no such kernel "
             "(the mglru flavor is today's reclaim, not the seed's): no seed direction to compare") in text
+
+
+def test_a_parameter_away_from_its_default_makes_a_column_of_its_own():
+    """004: zone_reclaim_mode=5 and a page cache filled first are columns of
+    their own; the same parameter at its default (a knob left to the kernel,
+    no page cache) is not."""
+    s = seeds.SEEDS["004"]
+    row = {"patch_set": "vanilla", "cpus": 32, "nodes": 32, "topology": "gs1280-32", "disk_model": "",
+           "kernel_flavor": "default", "timing_mode": "detailed"}
+    col = lambda **p: seed_runs.column(s, {**row, "params_json": json.dumps({"cpu": 0, **p})})[5][2]
+    assert col() == () and col(zone_reclaim_mode="kernel", cache_frac=0.0) == ()
+    assert col(zone_reclaim_mode=5) == ("zone_reclaim_mode=5",)
+    assert col(cache_frac=0.25, zone_reclaim_mode="kernel") == ("cache_frac=0.25",)

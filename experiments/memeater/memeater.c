@@ -13,12 +13,60 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
+#define MPOL_DEFAULT_ 0
+#define MPOL_INTERLEAVE_ 3
+
+/* Write mib MiB to dir/cache with the task's policy interleaved over every
+ * node (the UBC's file pages on every RAD, not only the writer's), flush
+ * it so the pages are clean cache, then report where memory stands. */
+static int fill_cache(const char *dir, long mib, int nodes)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/cache", dir);
+	unsigned long mask[4] = {0};
+	for (int n = 0; n < nodes && n < 256; n++)
+		mask[n / 64] |= 1ul << (n % 64);
+#ifdef SYS_set_mempolicy
+	if (vl_numa() && syscall(SYS_set_mempolicy, MPOL_INTERLEAVE_, mask, 256ul))
+		perror("memeater: set_mempolicy");
+#endif
+	double t0 = vl_now_ms(CLOCK_MONOTONIC);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	char *blk = malloc(1 << 20);
+	if (fd < 0 || !blk) {
+		perror("memeater: cache file");
+		return -1;
+	}
+	memset(blk, 0x5a, 1 << 20);
+	for (long i = 0; i < mib; i++)
+		if (write(fd, blk, 1 << 20) != 1 << 20) {
+			perror("memeater: write of the cache file");
+			return -1;
+		}
+	fsync(fd);
+	close(fd);
+	free(blk);
+#ifdef SYS_set_mempolicy
+	if (vl_numa())
+		syscall(SYS_set_mempolicy, MPOL_DEFAULT_, NULL, 0ul);
+#endif
+	vl_buf b = vl_record("memeater_cache");
+	vl_kint(&b, "cache_mib", mib);
+	vl_kdbl(&b, "write_ms", vl_now_ms(CLOCK_MONOTONIC) - t0);
+	vl_kint(&b, "file_kib", vl_meminfo("Cached"));
+	vl_nodefree(&b, nodes);
+	vl_emit(&b);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	long chunk_mib = 16, chunks = 4, cycles = 2, cpu = -1, sample = 16;
+	long chunk_mib = 16, chunks = 4, cycles = 2, cpu = -1, sample = 16, cache_mib = 0;
+	const char *dir = "/data";
 	static struct option lo[] = {
 		{"chunk-mib", 1, 0, 'm'}, {"chunks", 1, 0, 'n'}, {"cycles", 1, 0, 'c'},
-		{"cpu", 1, 0, 'p'}, {"sample-pages", 1, 0, 's'}, {0, 0, 0, 0},
+		{"cpu", 1, 0, 'p'}, {"sample-pages", 1, 0, 's'}, {"cache-mib", 1, 0, 'f'},
+		{"dir", 1, 0, 'd'}, {0, 0, 0, 0},
 	};
 	int o;
 	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -28,6 +76,8 @@ int main(int argc, char **argv)
 		case 'c': cycles = vl_opt_long("memeater", "cycles", optarg); break;
 		case 'p': cpu = atol(optarg); break;
 		case 's': sample = vl_opt_long("memeater", "sample-pages", optarg); break;
+		case 'f': cache_mib = vl_opt_long("memeater", "cache-mib", optarg); break;
+		case 'd': dir = optarg; break;
 		default: return 2;
 		}
 	}
@@ -43,6 +93,8 @@ int main(int argc, char **argv)
 			perror("memeater: sched_setaffinity");
 	}
 	int nodes = vl_nodes();
+	if (cache_mib > 0 && fill_cache(dir, cache_mib, nodes))
+		return 1;
 	size_t size = (size_t)chunk_mib << 20;
 	long pagesz = sysconf(_SC_PAGESIZE);
 	char **buf = calloc((size_t)chunks, sizeof *buf);

@@ -4,6 +4,7 @@ of the summary (ms per chunk per cycle, fill order, the verdict on swapping
 beside free nodes) and its comparison figures."""
 from __future__ import annotations
 
+import json
 import statistics
 
 from analysis import kit
@@ -85,6 +86,13 @@ def figures(con, run_id: int, r, params: dict, w) -> None:
     if not rows:
         w("chunks:  no chunk records")
         return
+    cache = con.execute("SELECT body FROM records WHERE run_id = ? AND type = 'memeater_cache'", (run_id,)).fetchone()
+    if cache:
+        c = json.loads(cache[0])
+        free = c.get("free_kib") or []
+        w(f"page cache filled first: {c.get('cache_mib')} MiB written over every node in "
+          f"{c.get('write_ms', 0) / 1e3:.2f} s (Cached {mib(c.get('file_kib'))} MiB); then "
+          f"{mib(min(free)) if free else '?'}-{mib(max(free)) if free else '?'} MiB free per node")
     w(f"\nms per chunk of {params.get('chunk_mib')} MiB (guest clock), per cycle:")
     cycles = sorted({x["cycle"] for x in rows})
     table = []
