@@ -122,21 +122,31 @@ def provenance(runs, command: str, db_path, study=None, current: tuple[str, int]
     return ["| | |", "|---|---|", *(f"| {k} | {v.replace('|', '/')} |" for k, v in rows)]
 
 
+def differing(params: list[dict]) -> list[str]:
+    """The parameters whose values are not the same in every one of these
+    runs (a study's axis over them): what tells its rows apart."""
+    keys = sorted({k for p in params for k in p})
+    return [k for k in keys if len({json.dumps(p.get(k)) for p in params}) > 1]
+
+
 def headline_tables(con, runs) -> list[str]:
     """Each experiment's headline figures (analysis/headlines.py) as
     Markdown tables: a row per configuration, repeats aggregated as the
-    manifest declares, with their range and count."""
+    manifest declares, with their range and count; when its rows differ in
+    parameters, a column with those (and only those)."""
     out = []
     for t in headlines.tables(con, runs):
+        keys = differing([conf["params"] for conf, _, _ in t.rows])
         out += ["", f"### {t.experiment}: headline figures", "",
-                "| machine | kernel | flavor | timing | start | runs | " + " | ".join(
-                    f"{f} [{t.units[f]}], {t.aggregates[f]}" for f in t.figures) + " |",
-                "|---" * (6 + len(t.figures)) + "|"]
+                "| machine | kernel | flavor | timing | start | " + ("parameters | " if keys else "") + "runs | "
+                + " | ".join(f"{f} [{t.units[f]}], {t.aggregates[f]}" for f in t.figures) + " |",
+                "|---" * (6 + bool(keys) + len(t.figures)) + "|"]
         for conf, rids, cells in t.rows:
             shown = [c.text() for c in cells]
+            params = ", ".join(f"{k}={conf['params'].get(k, '-')}" for k in keys)
             out.append(f"| {conf['topology']} | {conf['patch_set']} | {conf['kernel_flavor']} | "
-                       f"{conf['timing_mode']} | {conf['start']} | {', '.join(map(str, rids))} | "
-                       + " | ".join(shown) + " |")
+                       f"{conf['timing_mode']} | {conf['start']} | " + (f"{params} | " if keys else "")
+                       + f"{', '.join(map(str, rids))} | " + " | ".join(shown) + " |")
     return out
 
 

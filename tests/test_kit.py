@@ -65,7 +65,9 @@ def test_the_declarations_create_the_tables_the_hand_written_steps_did():
     and is not migrated again)."""
     old = old_steps()
     have = {n: h.SCHEMA for n in experiment_results.all_results() if (h := experiment_results.results(n)).SCHEMA}
-    assert set(old) == set(have)
+    # every experiment that had hand-written steps has them declared; one
+    # written with the kit from the start (tiering) has none to match
+    assert set(old) <= set(have)
     for name, steps in old.items():
         # the frozen steps first, as they were; steps declared since (mlockchurn's CPU columns) come after
         assert len(have[name]) >= len(steps), name
