@@ -203,12 +203,15 @@ def headlines_html(con, runs) -> str:
     configuration, its repeats aggregated as the manifest declares."""
     out = []
     for t in headlines.tables(con, runs):
-        head = "<th>machine</th><th>kernel</th><th>runs</th>" + "".join(
+        keys = pages.differing([conf["params"] for conf, _, _ in t.rows])  # what tells the rows apart, if any
+        head = "<th>machine</th><th>kernel</th>" + ("<th>parameters</th>" if keys else "") + "<th>runs</th>" + "".join(
             f"<th>{e(f)} [{e(t.units[f])}], {e(t.aggregates[f])}</th>" for f in t.figures)
         rows = []
         for conf, ids, cells in t.rows:
             shown = "".join(_cell(c.text(), True) for c in cells)
-            rows.append(f"<tr><td>{e(conf['topology'])}</td><td>{e(conf['patch_set'])}</td>"
+            values = ", ".join(f"{k}={conf['params'].get(k, '-')}" for k in keys)
+            params = f"<td>{e(values)}</td>" if keys else ""
+            rows.append(f"<tr><td>{e(conf['topology'])}</td><td>{e(conf['patch_set'])}</td>{params}"
                         f"<td>{e(', '.join(map(str, ids)))}</td>{shown}</tr>")
         out.append(f"<section class=headlines><h3>{e(t.experiment)}: headline figures</h3><table><tr>{head}</tr>"
                    f"{''.join(rows)}</table></section>")

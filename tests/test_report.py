@@ -429,6 +429,22 @@ def test_headline_figures_aggregate_repeats_as_declared(tmp_path):
     assert "forkstorm: headline figures" in page and f"{37.5 * n:g} ({30 * n:g} to {45 * n:g}, n=2)" in page
 
 
+def test_headline_rows_that_differ_in_parameters_say_which(tmp_path):
+    """Two configurations of one kernel that differ in a parameter (a study's
+    axis over it) are told apart by a parameters column, in the HTML report
+    as on a Markdown page; the column is left out when nothing differs."""
+    con = db.connect(tmp_path / "h.db")
+    x2 = T.load("x86-2s")
+    for d in (0.5, 1.0):
+        store(con, x2, forkstorm_lines(x2.cpus, 30.0 * d, None), experiment="forkstorm",
+              params_json=json.dumps({"duration_s": d, "children": 4}))
+    runs = con.execute("SELECT * FROM runs ORDER BY id").fetchall()
+    page = report.headlines_html(con, runs)
+    assert "<th>parameters</th>" in page and "<td>duration_s=0.5</td>" in page and "<td>duration_s=1.0</td>" in page
+    assert "children=" not in page
+    assert "<th>parameters</th>" not in report.headlines_html(con, runs[:1])
+
+
 def test_the_report_shows_headline_figures(built):
     _, _, out = built
     page = (out / "index.html").read_text()
