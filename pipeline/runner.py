@@ -5,10 +5,14 @@ died, and leave everything resumable at any moment.
 
 A killed coordinator loses no finished run: local tasks write into
 work/<study>/<key>/ beside the database, and the next start merges what
-they finished before it sends anything new.
+they finished before it sends anything new. Two coordinators of one study
+at once (two `./run.py seeds` lanes over one database) leave each other's
+tasks alone: each holds a lock for its lifetime and names it in the task
+directories it starts, so only a dead coordinator's tasks are orphans.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -106,13 +110,63 @@ def record(con, sid: int, key: str, status: str, run_id: int | None, where: str 
                     (status, run_id, where, now(), sid, key))
 
 
+OWNER = "coordinator"  # a task directory's file naming the lock of the coordinator that started it
+
+
+class Claim:
+    """A coordinator's hold on a study's work root: a lock file (flock)
+    held as long as the coordinator lives, named in each task directory it
+    starts (claim). The kernel drops the lock when the process dies, however
+    it dies, so a task whose coordinator's lock can be taken is an orphan."""
+
+    def __init__(self, workroot: Path):
+        workroot.mkdir(parents=True, exist_ok=True)
+        # unique even within one process (a coordinator in a test beside another)
+        self.path = workroot / f".coordinator-{os.getpid()}-{os.urandom(4).hex()}.lock"
+        self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def claim(self, wd: Path) -> None:
+        wd.mkdir(parents=True, exist_ok=True)
+        (wd / OWNER).write_text(self.path.name)
+
+    def release(self) -> None:
+        self.path.unlink(missing_ok=True)
+        os.close(self.fd)  # closing the descriptor drops the lock
+
+
+def live_owner(wd: Path) -> str | None:
+    """The lock file of the live coordinator (this one or another) that
+    started task directory wd, or None when its coordinator is gone."""
+    try:
+        name = (wd / OWNER).read_text().strip()
+    except OSError:
+        return None
+    lock = wd.parent / name
+    try:
+        fd = os.open(lock, os.O_RDWR)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # another descriptor: held even by this process's own claim
+    except BlockingIOError:
+        return name
+    finally:
+        os.close(fd)
+    lock.unlink(missing_ok=True)  # a dead coordinator's leftover
+    return None
+
+
 def adopt_orphans(con, dbpath: Path, sid: int, workroot: Path, runs_root: Path, tally: Tally) -> None:
     """Task directories a killed coordinator left: merge the runs that
-    finished, stop the ones still going (they are re-run)."""
+    finished, stop the ones still going (they are re-run). A task whose
+    coordinator is alive (another lane of the same study) is not touched."""
     if not workroot.exists():
         return
     for wd in sorted(p for p in workroot.iterdir() if p.is_dir()):
         key = wd.name
+        if live_owner(wd):
+            continue
         dbf = wd / "run.db"
         row = None
         if dbf.exists():
@@ -157,6 +211,15 @@ def execute(study: Study, dbpath: Path, pool, retries: int = 2, rerun: bool = Fa
     runs_root = db.beside(dbpath, "runs", f"study-{sid}")  # consoles by key: per database too
     workroot = work_root(dbpath, sid)
     adopt_orphans(con, dbpath, sid, workroot, runs_root, tally)
+    mine = Claim(workroot)
+    try:
+        return _execute(study, con, dbpath, sid, tally, runs_root, workroot, mine, pool, retries, rerun, build,
+                        progress)
+    finally:
+        mine.release()
+
+
+def _execute(study, con, dbpath, sid, tally, runs_root, workroot, mine, pool, retries, rerun, build, progress):
     if rerun:
         with con:
             con.execute("UPDATE study_runs SET status = 'pending' WHERE study_id = ?", (sid,))
@@ -176,8 +239,13 @@ def execute(study: Study, dbpath: Path, pool, retries: int = 2, rerun: bool = Fa
         while queue or live:
             while queue and len(live) < pool.workers:
                 r = queue.pop(0)
+                other = live_owner(workroot / r.key)
+                if other and other != mine.path.name:  # another lane of this study runs it: its result, not ours
+                    tally.lines.append(f"{_label(r)}: running under another coordinator ({other}); left to it")
+                    continue
                 attempts[r.key] += 1
                 _rmtree(workroot / r.key)  # a lost attempt's files: its run was not merged
+                mine.claim(workroot / r.key)
                 live[pool.submit(r.key, r.spec.to_json(), workroot / r.key)] = r.key
             tally.running = len(live)
             if progress:

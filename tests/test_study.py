@@ -319,3 +319,28 @@ def test_every_shipped_study_expands_with_distinct_keys_and_perturbed_repeats(pa
     assert len({r.key for r in st.runs}) == len(st.runs)
     words = {(r.spec.seed, r.spec.repeat): qemu.perturbation(r.spec.seed, r.spec.repeat) for r in st.runs}
     assert len(set(words.values())) == len(words)
+
+
+def test_a_second_coordinator_of_the_same_study_leaves_the_first_ones_tasks_alone(tmp_path):
+    """Two lanes of one study over one database (`./run.py seeds 003` and
+    `./run.py seeds 004` at once are study 1 both): the second starting must
+    not take the first's task for an orphan (2026-11-28: it killed the
+    first's running guest), nor run its key; once the first coordinator is
+    gone, its task is an orphan again and is adopted."""
+    s = study.load(write(tmp_path, BASE))
+    con = db.connect(tmp_path / "study.db")
+    sid = runner.register(con, s)
+    root = runner.work_root(tmp_path / "study.db", sid)
+    first = runner.Claim(root)                      # the first coordinator, alive
+    wd = root / s.runs[0].key
+    first.claim(wd)
+    worker_db(wd / "run.db", s.runs[0].key)         # its task, finished but not yet merged by it
+    pool = FakePool(tmp_path)
+    _, t = runner.execute(s, tmp_path / "study.db", pool)
+    assert s.runs[0].key not in pool.submitted and (wd / "run.db").exists()
+    assert any("another coordinator" in line for line in t.lines) and not any("adopted" in x for x in t.lines)
+    assert len(pool.submitted) == len(s.runs) - 1
+    first.release()                                 # the first coordinator dies
+    _, t2 = runner.execute(s, tmp_path / "study.db", FakePool(tmp_path))
+    assert any("adopted" in line for line in t2.lines) and not wd.exists()
+    assert con.execute("SELECT COUNT(*) FROM runs WHERE run_key = ?", (s.runs[0].key,)).fetchone()[0] == 1
