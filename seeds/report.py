@@ -138,7 +138,8 @@ def _table(con, s, t, run_ids, cols, base, seedcol) -> list[str]:
     rows = t.rows if isinstance(t.rows, tuple) else t.rows(con, run_ids)
     ours = {row.key: {k: _agg([row.value(con, r["id"]) for r in cols[k]], row.agg) if row.value else None
                       for k in keys} for row in rows}
-    shown = [c for c in seedcol.values() if any(c in pubs.get(row.key, {}) for row in rows)]
+    # two of our kernels may stand for one seed column (002's period set, blocking and spinning): shown once
+    shown = list(dict.fromkeys(c for c in seedcol.values() if any(c in pubs.get(row.key, {}) for row in rows)))
     # the seed's column for our first kernel that stands for one (vanilla 6.1 may be ours alone)
     pbase = next((seedcol[k[5][1]] for k in sorted(keys, key=lambda k: k[5]) if k[5][1] in seedcol), None)
     pbase = pbase if pbase in shown else None  # the seed's % only when the baseline's column was published
@@ -208,6 +209,8 @@ def _direction(s, h, row: Row, ours: dict, keys, base, pub: dict) -> list[str]:
         p0, p1 = _pub(pub.get(c0)), _pub(pub.get(c1))
         if b[2] != k[2]:  # another flavor of the same kernel: MGLRU, which no seed's kernel had
             want, seed = None, f"seed: no such kernel (the {k[2]} flavor is today's reclaim, not the seed's)"
+        elif c0 is not None and c0 == c1:  # two of ours for one seed column (002: blocking and spinning)
+            want, seed = None, f"seed: both stand for its {c0}"
         elif p0 and p1:
             want = _sign(p0, p1)
             seed = f"seed {pct(p0[0], p1[0])} for the same pair ({c0}→{c1})"

@@ -204,10 +204,12 @@ def _fork_notes(con, run_ids) -> list[str]:
 S002 = Seed(
     "002", "Larry Woodman, high system time & lock contention, AIM7 (LKML, 2009; 8 CPUs in the profile)",
     "002_bf44cde862684e03.txt", "forkstorm", ("no trylock (2009)", "trylock patch"),
-    {"rmap-lock-blocking": "no trylock (2009)", "rmap-lock-blocking-ptl-trylock": "trylock patch"},
+    {"rmap-lock-blocking": "no trylock (2009)", "rmap-lock-blocking-ptl-trylock": "trylock patch",
+     "rmap-lock-spinning": "no trylock (2009)"},
     "vanilla 6.1 is ours alone (it trylocks the anon_vma lock in reclaim, since 6.0); rmap-lock-blocking waits "
     "for the rmap and pte locks and holds the rmap lock for write, as 2009's spinlocks; "
-    "rmap-lock-blocking-ptl-trylock adds the seed's pte trylock",
+    "rmap-lock-blocking-ptl-trylock adds the seed's pte trylock; rmap-lock-spinning makes the period set's anon_vma "
+    "lock spin as 2009's spinlock did (6.1's rwsem waiters sleep)",
     (Table("system time and lock contention, by CPU count", (
         Row("sys", "system time", "% of busy", _sys_busy),
         Row("idle", "CPU idle", "% of CPU time", _idle),

@@ -127,7 +127,7 @@ def test_switching_patch_sets_in_the_shared_tree(tmp_path, monkeypatch):
 
 SHIPPED = ["zone-reclaim-auto", "rmap-lock-blocking", "kswapd-no-backoff", "mlocked-on-lru",
            "mlocked-on-lru-kswapd-sleeps", "scan-balance-3.9", "rmap-lock-blocking-ptl-trylock",
-           "allocators-reclaim"]
+           "allocators-reclaim", "rmap-lock-spinning"]
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -154,6 +154,7 @@ def test_stacked_set_names_every_layer_of_its_base():
     assert kernel.components("mlocked-on-lru-kswapd-sleeps") == [
         *kernel.components("mlocked-on-lru"), "kswapd-sleeps"]
     assert kernel.components("rmap-lock-blocking-ptl-trylock") == ["rmap-lock-blocking", "ptl-trylock"]
+    assert kernel.components("rmap-lock-spinning") == ["rmap-lock-blocking", "rmap-lock-spinning"]
     assert kernel.components("vanilla") == []
 
 
