@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from analysis import compare
+from analysis import compare, profile_report
 
 
 @dataclass(frozen=True)
@@ -136,14 +136,13 @@ def kswapd_busiest(con, rid) -> float | None:
     return 100 * max(shares) if shares else None
 
 
-def _busy(con, rid, dso: str | None):
-    """(symbol, time_ps) of the run's profile on the guest clock (profile_symbols,
-    every CPU and phase; idle is not a symbol): of one DSO ("kernel") or all."""
-    sql = "SELECT symbol, SUM(time_ps) AS ps FROM profile_symbols WHERE run_id = ?"
-    args: tuple = (rid,)
-    if dso is not None:
-        sql, args = sql + " AND dso = ?", (rid, dso)
-    return con.execute(sql + " GROUP BY symbol ORDER BY ps DESC", args).fetchall()
+def _busy(con, rid, dso: str | None) -> list[tuple[str, float]]:
+    """(symbol, share of all CPU time) of the run's profile, most first, of
+    one DSO ("kernel") or all (analysis/profile_report.shares: idle and
+    drift are not symbols, so left out); [] without a profile."""
+    rows = [(sym, pct) for (sym, d), pct in profile_report.shares(getattr(con, "con", con), rid).items()
+            if d != "-" and (dso is None or d == dso)]
+    return sorted(rows, key=lambda r: -r[1])
 
 
 def cpu_share(*needles: str, dso: str | None = None) -> Callable:
@@ -153,18 +152,18 @@ def cpu_share(*needles: str, dso: str | None = None) -> Callable:
     kernel profiler's view, gprof's in seed 000). None without a profile."""
     def get(con, rid):
         rows = _busy(con, rid, dso)
-        total = sum(r["ps"] for r in rows)
+        total = sum(pct for _, pct in rows)
         if not total:
             return None
-        return 100 * sum(r["ps"] for r in rows if any(n in r["symbol"] for n in needles)) / total
+        return 100 * sum(pct for sym, pct in rows if any(n in sym for n in needles)) / total
     return get
 
 
 def top_symbols(con, rid, n: int = 3, dso: str | None = None) -> list[tuple[str, float]]:
     """The run's top symbols by share of the CPUs' busy time (its profile)."""
     rows = _busy(con, rid, dso)
-    total = sum(r["ps"] for r in rows)
-    return [(r["symbol"], 100 * r["ps"] / total) for r in rows[:n]] if total else []
+    total = sum(pct for _, pct in rows)
+    return [(sym, 100 * pct / total) for sym, pct in rows[:n]] if total else []
 
 
 def lock_contentions(like: str) -> Callable:
