@@ -211,15 +211,6 @@ def execute(study: Study, dbpath: Path, pool, retries: int = 2, rerun: bool = Fa
     runs_root = db.beside(dbpath, "runs", f"study-{sid}")  # consoles by key: per database too
     workroot = work_root(dbpath, sid)
     adopt_orphans(con, dbpath, sid, workroot, runs_root, tally)
-    mine = Claim(workroot)
-    try:
-        return _execute(study, con, dbpath, sid, tally, runs_root, workroot, mine, pool, retries, rerun, build,
-                        progress)
-    finally:
-        mine.release()
-
-
-def _execute(study, con, dbpath, sid, tally, runs_root, workroot, mine, pool, retries, rerun, build, progress):
     if rerun:
         with con:
             con.execute("UPDATE study_runs SET status = 'pending' WHERE study_id = ?", (sid,))
@@ -235,6 +226,7 @@ def _execute(study, con, dbpath, sid, tally, runs_root, workroot, mine, pool, re
     queue = list(todo)
     live: dict = {}  # future -> key
     t0 = time.monotonic()
+    mine = Claim(workroot)  # from the first task this coordinator starts to its last
     try:
         while queue or live:
             while queue and len(live) < pool.workers:
@@ -282,6 +274,8 @@ def _execute(study, con, dbpath, sid, tally, runs_root, workroot, mine, pool, re
         pool.close(cancel=True)
         tally.wall_s = time.monotonic() - t0
         raise
+    finally:
+        mine.release()
     pool.close()
     tally.running = 0
     tally.wall_s = time.monotonic() - t0
