@@ -31,6 +31,8 @@ __all__ = ["ProfileError", "ingest", "check", "CpuCheck", "TOLERANCE", "select",
            "folded", "flamegraph_svg"]
 
 FORMAT = 1
+# the DSO profile_symbols gives the kernel's symbols (the plugin's own name, timing/plugin_prof.c)
+KERNEL = "[kernel]"
 # a symbol's time is the sum of these (time_ps); their headings in the table
 COLUMNS = {"insn_ps": "insns", "core_ps": "core", "mem_ps": "memory", "lock_ps": "lock", "fetch_ps": "fetch",
            "pause_ps": "PAUSE"}
@@ -223,7 +225,7 @@ def split(stack: str) -> tuple[str, list[str]]:
     frames = stack.split(";")
     if len(frames) > 1 and frames[0].startswith("[") and frames[0].endswith("]"):
         return frames[0][1:-1], frames[1:]
-    return "[kernel]", frames
+    return KERNEL, frames
 
 
 def has_stacks(con, run_id: int) -> bool:

@@ -138,7 +138,7 @@ def kswapd_busiest(con, rid) -> float | None:
 
 def _busy(con, rid, dso: str | None) -> list[tuple[str, float]]:
     """(symbol, share of all CPU time) of the run's profile, most first, of
-    one DSO ("kernel") or all (analysis/profile_report.shares: idle and
+    one DSO (analysis.profile.KERNEL) or all (analysis/profile_report.shares: idle and
     drift are not symbols, so left out); [] without a profile."""
     rows = [(sym, pct) for (sym, d), pct in profile_report.shares(getattr(con, "con", con), rid).items()
             if d != "-" and (dso is None or d == dso)]
@@ -148,7 +148,7 @@ def _busy(con, rid, dso: str | None) -> list[tuple[str, float]]:
 def cpu_share(*needles: str, dso: str | None = None) -> Callable:
     """Share of the CPUs' busy time on the guest clock (the run's profile) in
     symbols containing a needle: what a sampling profiler's share of samples
-    is on the machine modeled. dso="kernel": of the kernel's time only (a
+    is on the machine modeled. dso=analysis.profile.KERNEL: of the kernel's time only (a
     kernel profiler's view, gprof's in seed 000). None without a profile."""
     def get(con, rid):
         rows = _busy(con, rid, dso)

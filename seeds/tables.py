@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import topologies
+from analysis.profile import KERNEL
 from analysis.rows import metrics as run_metrics
 from seeds.kit import (
     Headline,
@@ -80,11 +81,11 @@ S000 = Seed(
     ), (Headline("kswapd_steady", "kswapd CPU"), Headline("run_s", "run time"))),
      Table("profile (seed: gprof samples with the fix; ours: share of the kernel's busy time on the guest clock)", (
          Row("refill_inactive_scan", "refill_inactive_scan (6.1: shrink_active_list)", "%",
-             cpu_share("shrink_active_list", "refill_inactive", dso="kernel"), NEED_PROFILE),
+             cpu_share("shrink_active_list", "refill_inactive", dso=KERNEL), NEED_PROFILE),
          Row("page_launder", "page_launder (6.1: shrink_inactive_list, shrink_folio_list)", "%",
-             cpu_share("shrink_inactive_list", "shrink_folio_list", "page_launder", dso="kernel"),
+             cpu_share("shrink_inactive_list", "shrink_folio_list", "page_launder", dso=KERNEL),
              NEED_PROFILE),
-         Row("stext_lock", "stext_lock (spin lock contention)", "%", cpu_share("spin_lock", dso="kernel"),
+         Row("stext_lock", "stext_lock (spin lock contention)", "%", cpu_share("spin_lock", dso=KERNEL),
              NEED_PROFILE),
          Row("lru_lock", "LRU lock contentions (lock_stat's top 10 classes)", "contentions",
              lock_contentions("%lru_lock%"), NEED_LOCKSTAT),
@@ -193,7 +194,7 @@ def _spin_wait_s(con, rid):
 def _fork_notes(con, run_ids) -> list[str]:
     out = []
     for rid in run_ids:
-        top = top_symbols(con, rid, dso="kernel")
+        top = top_symbols(con, rid, dso=KERNEL)
         if top:
             r = run_of(con, rid)
             out.append(f"top kernel symbols by share of the kernel's busy time, run {rid} ({r['patch_set']}, "
@@ -219,13 +220,13 @@ S002 = Seed(
         Row("anon_vma_wait", "anon_vma lock wait", "ms", _lock_wait_ms("anon_vma"), NEED_LOCKSTAT),
         Row("ptl", "pte lock (ptl) contentions", "contentions", fig("forkstorm.lock_contentions.ptl"), NEED_LOCKSTAT),
         Row("ptl_wait", "pte lock wait", "ms", _lock_wait_ms("ptl"), NEED_LOCKSTAT),
-        Row("spin_lock", "_spin_lock", "% of kernel", cpu_share("spin_lock", dso="kernel"),
+        Row("spin_lock", "_spin_lock", "% of kernel", cpu_share("spin_lock", dso=KERNEL),
             NEED_PROFILE),
         Row("page_check_address", "page_check_address (6.1: page_vma_mapped_walk)", "% of kernel",
-            cpu_share("page_vma_mapped_walk", "page_check_address", dso="kernel"), NEED_PROFILE),
+            cpu_share("page_vma_mapped_walk", "page_check_address", dso=KERNEL), NEED_PROFILE),
         # 6.1's anon_vma lock is an rwsem: its bounded optimistic spin, apart from the spin locks
         Row("rwsem_spin", "rwsem optimistic spinning (osq_lock, rwsem_optimistic_spin)", "% of kernel",
-            cpu_share("osq_lock", "rwsem_optimistic_spin", "rwsem_spin_on_owner", dso="kernel"), NEED_PROFILE),
+            cpu_share("osq_lock", "rwsem_optimistic_spin", "rwsem_spin_on_owner", dso=KERNEL), NEED_PROFILE),
         Row("kswapd", "kswapd CPU time", "s", fig("forkstorm.kswapd_s")),
         Row("spin_wait", "spin-wait (PAUSE) time, whole run", "CPU-s", _spin_wait_s),
     ), (Headline("sys", "system time", +1, "the trylock lowers it"),

@@ -12,6 +12,7 @@ import pytest
 
 import topologies as T
 from analysis import compare, db, pages
+from analysis.profile import KERNEL
 from analysis.rows import insert
 from seeds import report as seeds, runs as seed_runs, tables as seed_tables
 from tests.e2e import REPO
@@ -216,8 +217,8 @@ def build(path: Path) -> dict:
             {"run_id": ids["f_timed"], "cpu": 0, "phase": 0, "phase_name": None, "phase_instance": None,
              "symbol": s, "dso": dso, "insns": 1, "insn_ps": ps, "core_ps": 0, "mem_ps": 0, "lock_ps": 0,
              "fetch_ps": 0, "pause_ps": 0, "pauses": 0, "time_ps": ps} for s, dso, ps in (
-                ("native_queued_spin_lock_slowpath", "kernel", 600), ("_raw_spin_lock", "kernel", 150),
-                ("page_vma_mapped_walk", "kernel", 100), ("clear_page_erms", "kernel", 150),
+                ("native_queued_spin_lock_slowpath", KERNEL, 600), ("_raw_spin_lock", KERNEL, 150),
+                ("page_vma_mapped_walk", KERNEL, 100), ("clear_page_erms", KERNEL, 150),
                 ("main", "forkstorm", 5000))])
     con.close()
     return ids
