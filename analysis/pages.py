@@ -49,7 +49,7 @@ def model_of(run) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _plugin(run) -> str:
+def plugin(run) -> str:
     m = MODEL.search(run["timing_plugin"] or "")
     if not m:
         return "no timing plugin"
@@ -106,7 +106,7 @@ def provenance(runs, command: str, db_path, study=None, current: tuple[str, int]
                  f"{started[-1] if started else '-'}"),
         ("made on", made_on(runs, current)),
         ("engine", _counted(f"{r['engine']} {r['engine_version']}" for r in runs)),
-        ("timing model", _counted(_plugin(r) for r in runs)),
+        ("timing model", _counted(plugin(r) for r in runs)),
         ("kernel", _counted(f"{r['kernel_source'] or '-'} {r['kernel_release'] or '-'}, "
                             f"config {_short(r['kernel_config_sha256'])}" for r in runs)),
         ("patch sets", _counted(f"{r['patch_set']} ({r['kernel_flavor']})" for r in runs)),

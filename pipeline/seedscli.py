@@ -48,4 +48,14 @@ def main(argv: list[str]) -> int:
         sid, _ = studycli.run(SEEDS_STUDY, dbpath, groups=groups, workers=a.workers, dask=a.dask, report=False,
                               topologies=a.topology, boot=a.boot)
     command = " ".join(["./run.py seeds", *a.seeds, "--table-only", f"--db {a.db}", f"--page {a.page}"])
-    return seeds.print_tables(str(dbpath), a.seeds, sid, page=a.page and (Path(a.page), command))
+    planned = None
+    if a.page:  # the campaign as this checkout plans it: the page counts what of it is not run yet
+        from pipeline import study
+        from pipeline.spec import InputError
+        names = [n for sd in a.seeds for n in seed_runs.block_names(SEEDS_STUDY.read_text(), sd)] or None
+        try:
+            planned = [(r.key, r.axes.get("block")) for r in study.load(SEEDS_STUDY, groups=names).runs]
+        except InputError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+    return seeds.print_tables(str(dbpath), a.seeds, sid, page=a.page and (Path(a.page), command), planned=planned)

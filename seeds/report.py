@@ -127,10 +127,23 @@ def _render(con, s, run_ids) -> str:
         if bad and k == base[k]:
             out.append(f"WARNING: the runs{' on ' + _machine(k) if k[0] else ''} differ in {', '.join(bad)}: "
                        "this compares more than the kernels")
+    out += _made(cols)
+    tables = []
     for t in s.tables:
-        out += ["", t.title, *_table(con, s, t, run_ids, cols, base, seedcol)]
+        tables += ["", t.title, *_table(con, s, t, run_ids, cols, base, seedcol)]
     notes = s.notes(con, run_ids) if s.notes else []
-    return "\n".join(out + [""] * bool(notes) + notes) + "\n"
+    return "\n".join(out + [verdict(tables)] + tables + [""] * bool(notes) + notes) + "\n"
+
+
+def _made(cols) -> list[str]:
+    """How each column's runs were made (timing mode, model, engine series,
+    start): one line when every column shares it, else a line per column."""
+    how = {k: "; ".join(dict.fromkeys(f"timing {r['timing_mode']}, {pages.plugin(r)}, series {pages.series_of(r)}, "
+                                      f"{r['start']}" for r in v)) for k, v in cols.items()}
+    if len(set(how.values())) == 1:
+        return [f"every column made with: {next(iter(how.values()))}"]
+    return [f"columns made differently: {_label(k)}{' on ' + _machine(k) if k[0] else ''}: {h}"
+            for k, h in how.items()]
 
 
 def _table(con, s, t, run_ids, cols, base, seedcol) -> list[str]:
@@ -234,21 +247,57 @@ def _direction(s, h, row: Row, ours: dict, keys, base, pub: dict) -> list[str]:
             out.append(f"direction, {h.label}: ours not measured{where} ({why}); {seed}")
             continue
         got = _sign(a, z)
+        outcome = (None if want is None or want == 0 else "flat" if got == 0 else
+                   "same" if got == want else "opposite")
         verdict = ("no seed direction to compare" if want is None else
                    "the seed shows no clear change (under 1 % or within its runs' spread)" if want == 0 else
                    "ours shows no clear change (under 1 % or within the runs' spread): not the seed's direction"
                    if got == 0 else
                    "same direction as the seed" if got == want else "OPPOSITE to the seed")
-        out.append(f"direction, {h.label}: ours {pct(a[0], z[0]) or '0.00%'} {pair}{where}; {seed}: {verdict}")
+        out.append(Direction(f"direction, {h.label}: ours {pct(a[0], z[0]) or '0.00%'} {pair}{where}; {seed}: "
+                             f"{verdict}", outcome, f"{h.label}, {_kernel(b)}→{_kernel(k)}{where}"))
     return out
 
 
+def _kernel(col) -> str:
+    return col[5][1] + "".join(f", {p}" for p in col[5][2]) + (f" ({col[2]})" if col[2] != "default" else "")
+
+
+class Direction(str):
+    """A direction line, with what it found against the seed: "same",
+    "opposite", "flat" (ours no clear change where the seed moved), or None
+    (nothing of the seed's to compare); `what`: the figure and machine."""
+    def __new__(cls, text: str, outcome: str | None, what: str):
+        d = super().__new__(cls, text)
+        d.outcome, d.what = outcome, what
+        return d
+
+
+def verdict(lines) -> str:
+    """The seed's verdict from its tables' direction lines: reproduced (every
+    direction compared is the seed's), partly (some), not (none), or not yet
+    compared; with the directions counted and named."""
+    ds = [d for d in lines if isinstance(d, Direction) and d.outcome]
+    if not ds:
+        return "verdict: not compared yet (no pair of kernels with a seed direction has runs here)"
+    same = [d.what for d in ds if d.outcome == "same"]
+    word = "reproduced" if len(same) == len(ds) else "partly reproduced" if same else "not reproduced"
+    rest = [f"{d.what} ({'opposite' if d.outcome == 'opposite' else 'no clear change'})"
+            for d in ds if d.outcome != "same"]
+    return (f"verdict: {word}: {len(same)} of {len(ds)} directions the seed's"
+            + (f" ({'; '.join(same)})" if same else "") + (f"; not: {'; '.join(rest)}" if rest else ""))
+
+
 # --- ./run.py seeds --table-only (pipeline/seedscli.py parses the command) ----------------
-def print_tables(dbpath: str, seeds: list[str], study: int | None = None, page=None) -> int:
+def print_tables(dbpath: str, seeds: list[str], study: int | None = None, page=None, planned=None) -> int:
     """Print the tables of the seeds named (none: all five; those without
     runs are then one error line), over the runs of study `study` or else
     the latest; bad input is one line on stderr and 2. page: (path, the
-    command that makes it): the tables also become a results page."""
+    command that makes it): the tables also become a results page, where a
+    seed without runs yet is a section saying so. planned: the campaign as
+    this checkout defines it ([(run key, block)], pipeline/seedscli.py): the
+    page lists the key of every run it shows and counts those not run yet,
+    so a page the checkout would no longer make is seen as stale."""
     try:
         wanted = [seed_of(x).id for x in seeds] or list(SEEDS)
         con = db.connect(dbpath, readonly=True)
@@ -257,20 +306,22 @@ def print_tables(dbpath: str, seeds: list[str], study: int | None = None, page=N
             try:
                 picked[x] = select_runs(con, x, study)
             except SeedError as err:
-                if seeds or "no study" in str(err):
+                if seeds or "no study" in str(err) or (page and not planned):
                     raise
                 missing.append(x)
-        if missing:
+        if missing and not page:
             raise SeedError(f"no ok runs for seed{'s' * (len(missing) > 1)} {' '.join(missing)} in "
                             + (f"study {study}" if study is not None else dbpath)
                             + (f"; name the seeds that have runs ({' '.join(picked)})" if picked else
                                " (run ./run.py seeds)"))
+        if not picked:
+            raise SeedError(f"no ok runs for any seed in {dbpath} (run ./run.py seeds)")
         tables = {x: render(con, x, ids, failed_runs(con, x, study, ids)) for x, ids in picked.items()}
         text = "\n\n".join(tables.values())
         if page:
-            body = [line for x, t in tables.items() for line in ("", f"## Seed {x}", "", "```", t.rstrip(), "```")]
             runs = pages.runs_of(con, [i for x in picked.values() for i in x])
-            pages.write(page[0], "Results: the seeds' tables", pages.provenance(runs, page[1], dbpath), body)
+            pages.write(page[0], "Results: the seeds' tables", pages.provenance(runs, page[1], dbpath),
+                        _page_body(wanted, tables, runs, planned or [], _axes(con, [r["id"] for r in runs])))
     except (SeedError, db.SchemaError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -279,3 +330,47 @@ def print_tables(dbpath: str, seeds: list[str], study: int | None = None, page=N
         return 2
     print(text, end="")
     return 0
+
+
+KEY_CHARS = 16  # of a run key on the page: enough to name it, short enough to read
+
+
+def _axes(con, ids) -> dict[int, dict]:
+    """run id -> its study row's axes (block, repeat), where a study ran it."""
+    out = {}
+    for rid, axes in con.execute(f"SELECT run_id, axes_json FROM study_runs WHERE run_id IN "
+                                 f"({','.join('?' * len(ids))})", ids):
+        out[rid] = json.loads(axes)
+    return out
+
+
+def _page_body(wanted, tables: dict, runs, planned, axes: dict) -> list[str]:
+    """The page's sections: each seed's table (or that it has no run yet),
+    what of the campaign is still to run, and the runs with their keys."""
+    shown = {r["run_key"] for r in runs}
+    todo = [(k, b) for k, b in planned if k not in shown]
+    body = []
+    for x in wanted:
+        body += ["", f"## Seed {x}", ""]
+        if x in tables:
+            body += ["```", tables[x].rstrip(), "```"]
+        else:
+            body.append(f"No run of this seed yet: {sum(1 for _, b in todo if _seed(b) == x)} planned.")
+    body += ["", "## The campaign", ""]
+    per = {}
+    for _, b in todo:
+        per[b] = per.get(b, 0) + 1
+    body.append(f"{len(planned) - len(todo)} of the {len(planned)} runs `studies/seeds.toml` plans at this checkout "
+                f"are on this page; to run: {len(todo)}"
+                + (" (" + ", ".join(f"{b}: {n}" for b, n in per.items()) + ")" if todo else "") + ".")
+    body += ["", "## The runs", "", "| run | block | machine | kernel | flavor | repeat | key |",
+             "|---|---|---|---|---|---|---|"]
+    body += [f"| {r['id']} | {axes.get(r['id'], {}).get('block', '-')} | {r['topology']} | {r['patch_set']} | "
+             f"{r['kernel_flavor']} | {axes.get(r['id'], {}).get('repeat', '-')} | "
+             f"`{(r['run_key'] or '-')[:KEY_CHARS]}` |" for r in sorted(runs, key=lambda r: r["id"])]
+    return body
+
+
+def _seed(block) -> str:
+    return str(block).split("-")[0]
+

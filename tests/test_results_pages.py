@@ -99,3 +99,27 @@ def test_the_header_compares_with_this_checkout_by_default():
     assert re.fullmatch(r"[0-9a-f]{12}", series) and model == __import__("timing").MODEL_VERSION
     made = _header([_run()], None)["made on"]
     assert f"(the checkout that wrote this page: series {series}, model {model}" in made
+
+
+def test_the_seeds_page_is_the_campaign_this_checkout_plans():
+    """docs/results/seeds.md is made from runs whose keys this checkout would
+    still give them (the key covers the engine series, the timing model, the
+    kernel build and the guest programs), and it counts the campaign's runs it
+    does not have yet: a change to any of those, or to studies/seeds.toml,
+    without re-making the page (`./run.py seeds --db ...`, then its command)
+    fails here, like a stale reference page."""
+    from pipeline import seedscli, study
+    from seeds import report
+    text = (RESULTS / "seeds.md").read_text()
+    planned = {r.key[:report.KEY_CHARS]: r.axes["block"] for r in study.load(seedscli.SEEDS_STUDY).runs}
+    keys = re.findall(r"^\| \d+ \| [^|]+ \|.*\| `([0-9a-f]+)` \|$", text, re.M)
+    assert keys, "docs/results/seeds.md lists no run"
+    stale = [k for k in keys if k not in planned]
+    assert not stale, (f"docs/results/seeds.md: {len(stale)} of its {len(keys)} runs have keys this checkout would "
+                       "not give them (the engine series, timing model, a kernel build or a guest program changed): "
+                       "re-run the campaign and re-make the page")
+    m = re.search(r"^(\d+) of the (\d+) runs `studies/seeds\.toml` plans at this checkout are on this page; "
+                  r"to run: (\d+)", text, re.M)
+    assert m, "docs/results/seeds.md does not count the campaign's runs"
+    assert (int(m[1]), int(m[2]), int(m[3])) == (len(set(keys)), len(planned), len(set(planned) - set(keys))), \
+        "docs/results/seeds.md counts another campaign than studies/seeds.toml plans: re-make the page"

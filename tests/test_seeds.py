@@ -416,6 +416,31 @@ def test_direction_line_follows_our_data(built):
     assert "same direction as the seed" in mem
 
 
+def test_each_seed_gets_a_verdict_from_its_direction_lines(built):
+    """reproduced when every direction compared is the seed's, partly when
+    some are, not when none are; the figures that were not, named."""
+    path, ids, con = built
+    verdict = lambda text: next(x for x in text.splitlines() if x.startswith("verdict: "))
+    same = verdict(table(con, "001", [ids["k_van"], ids["k_nb"]]))
+    assert same.startswith("verdict: partly reproduced: 2 of 3 directions the seed's (ops/s at the top IO level, "
+                           "vanilla→scan-balance-3.9; major faults"), same
+    assert same.endswith("not: kswapd pages scanned, vanilla→scan-balance-3.9 (no clear change)"), same
+    flipped = verdict(table(con, "001", [ids["k_van"], ids["k_flip"]]))
+    assert flipped.startswith("verdict: not reproduced: 0 of 3") and "(opposite)" in flipped
+    # MGLRU has no seed direction: a table of vanilla and its MGLRU column is not compared
+    alone = verdict(table(con, "003", [ids["q_mglru"]]))
+    assert alone.startswith("verdict: not compared yet")
+
+
+def test_each_column_says_how_its_runs_were_made(built):
+    path, ids, con = built
+    text = table(con, "002", [ids["f_van_8"], ids["f_rb_8"]])
+    assert "every column made with: timing off, no timing plugin, series none, booted" in text.splitlines()
+    mixed = table(con, "002", [ids["f_rb_8"], ids["f_timed"]]).splitlines()
+    made = [x for x in mixed if x.startswith("columns made differently: ")]
+    assert len(made) == 2 and any("timing detailed" in x for x in made) and any("timing off" in x for x in made)
+
+
 def test_a_seeds_blocks_are_the_blocks_the_study_runner_reads():
     """One reader of study files (analysis/studyfile.py): the top level's
     axes, params and repeats under each block, as the runner expands them;
@@ -544,6 +569,24 @@ def test_the_tables_become_a_generated_page_that_says_how_they_were_made(built, 
     assert seeds.print_tables(str(path), ["007"], None, page=(other, "x")) == 2 and not other.exists()
 
 
+def test_the_page_lists_its_runs_keys_and_counts_what_the_campaign_has_not_run(built, capsys, tmp_path):
+    """With the campaign as the checkout plans it, the page names every run's
+    key, counts the planned runs it does not have, and a seed with no run yet
+    is a section saying so rather than an error."""
+    path, ids, con = built
+    shown = seed_runs.select_runs(con, "001", ids["study"])
+    keys = [con.execute("SELECT run_key FROM runs WHERE id = ?", (i,)).fetchone()[0] for i in shown]
+    planned = [(k, "001") for k in keys] + [("f" * 64, "001-mglru"), ("e" * 64, "000")]
+    page = tmp_path / "seeds.md"
+    assert seeds.print_tables(str(path), [], ids["study"], page=(page, "CMD"), planned=planned) == 0
+    text = page.read_text()
+    assert f"{len(keys)} of the {len(planned)} runs `studies/seeds.toml` plans at this checkout are on this page; " \
+           "to run: 2 (001-mglru: 1, 000: 1)." in text
+    listed = re.findall(r"^\| (\d+) \| ([^|]+) \|.*\| `([^`]+)` \|$", text, re.M)
+    assert {k[:16] for k in keys} <= {k for _, _, k in listed}
+    assert {str(i) for i in shown} <= {r for r, _, _ in listed}
+
+
 def test_seeds_command_runs_every_block_of_a_seed(monkeypatch, tmp_path, capsys):
     """`./run.py seeds 004` asks the study runner for 004's blocks ("004" and
     "004-..."), then prints the tables of that study; a seed without a block
@@ -557,7 +600,7 @@ def test_seeds_command_runs_every_block_of_a_seed(monkeypatch, tmp_path, capsys)
         return 7, None
 
     monkeypatch.setattr(studycli, "run", run)
-    monkeypatch.setattr(seeds, "print_tables", lambda dbpath, wanted, study=None, page=None:
+    monkeypatch.setattr(seeds, "print_tables", lambda dbpath, wanted, study=None, page=None, planned=None:
                         asked.setdefault("tables", (wanted, study)) and 0)
     assert seedscli.main(["004", "--db", str(tmp_path / "r.db")]) == 0
     assert asked["groups"] == seed_runs.block_names(seedscli.SEEDS_STUDY.read_text(), "004")
