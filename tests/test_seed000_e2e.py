@@ -6,9 +6,9 @@ on the normal LRU and kswapd without its backoff, as 2.4.9 was).
 The direction that holds at this size is the seed's mechanism: reclaim meets
 the locked pages again and again, so the period set scans several times the
 pages for the same pages reclaimed, and kswapd takes more CPU over the churn
-(measured 2026-11-28, series a24d3e88d009, model 4, sleep_s=1: pgscan 66,485
--> 344,674, reclaimed per scanned 0.99 -> 0.19, kswapd CPU share 0.32 ->
-0.57). Not asserted: kswapd's share while the program sleeps, the seed's
+(measured 2026-11-28, series a24d3e88d009, model 4, sleep_s=1, the period
+set with its inactive-target layer: pgscan 66,485 -> 482,935, reclaimed per
+scanned 0.99 -> 0.135, kswapd CPU share 0.32 -> 0.76). Not asserted: kswapd's share while the program sleeps, the seed's
 "100 %": on this machine it was 1.00 CPU with timing off (sleep_s=2) and 0
 under the detailed model (sleep_s=1), a storm that does or does not outlast
 the churn depending on its timing (docs/seeds.md). Slow; CI runs it (the
