@@ -363,6 +363,20 @@ def _page_body(wanted, tables: dict, runs, planned, axes: dict) -> list[str]:
     body.append(f"{len(planned) - len(todo)} of the {len(planned)} runs `studies/seeds.toml` plans at this checkout "
                 f"are on this page; to run: {len(todo)}"
                 + (" (" + ", ".join(f"{b}: {n}" for b, n in per.items()) + ")" if todo else "") + ".")
+    # what the runs cost this host, block by block: the campaign's wall time so far, and what a run takes
+    walls: dict = {}
+    for r in runs:
+        b = axes.get(r["id"], {}).get("block", "-")
+        walls.setdefault(b, []).append(r["wall_s"] or 0.0)
+    planned_per = {}
+    for _, b in planned:
+        planned_per[b] = planned_per.get(b, 0) + 1
+    body += ["", "| block | planned | run | wall, all runs [h] | wall per run, min-max [min] |",
+             "|---|---|---|---|---|"]
+    body += [f"| {b} | {planned_per.get(b, '-')} | {len(w)} | {sum(w) / 3600:.2f} | "
+             f"{min(w) / 60:.1f}-{max(w) / 60:.1f} |" for b, w in sorted(walls.items())]
+    total = sum(sum(w) for w in walls.values())
+    body.append(f"| all | {len(planned)} | {len(runs)} | {total / 3600:.2f} | |")
     body += ["", "## The runs", "", "| run | block | machine | kernel | flavor | repeat | key |",
              "|---|---|---|---|---|---|---|"]
     body += [f"| {r['id']} | {axes.get(r['id'], {}).get('block', '-')} | {r['topology']} | {r['patch_set']} | "

@@ -585,6 +585,9 @@ def test_the_page_lists_its_runs_keys_and_counts_what_the_campaign_has_not_run(b
     listed = re.findall(r"^\| (\d+) \| ([^|]+) \|.*\| `([^`]+)` \|$", text, re.M)
     assert {k[:16] for k in keys} <= {k for _, _, k in listed}
     assert {str(i) for i in shown} <= {r for r, _, _ in listed}
+    # what the runs on the page cost, all blocks together: the campaign's wall time so far
+    walls = [con.execute("SELECT wall_s FROM runs WHERE id = ?", (int(r),)).fetchone()[0] or 0 for r, _, _ in listed]
+    assert f"| all | {len(planned)} | {len(listed)} | {sum(walls) / 3600:.2f} | |" in text
 
 
 def test_seeds_command_runs_every_block_of_a_seed(monkeypatch, tmp_path, capsys):
