@@ -115,9 +115,11 @@ def _kvio_notes(con, run_ids) -> list[str]:
 S001 = Seed(
     "001", 'Mel Gorman, "Reduce system disruption due to kswapd" (linux-mm, 2013; 3.9-rc2)',
     "001_d78c33ae31961e03.txt", "kvio", ("vanilla", "flatten-v1r8", "limitprio-v1r8", "block-v1r8", "tidy-v1r8"),
-    {"vanilla": "limitprio-v1r8", "scan-balance-3.9": "vanilla"},
-    "6.1 has the series (and spares anon while page cache is plentiful); scan-balance-3.9 takes out kswapd's "
-    "bound per priority and that shortcut, as 3.9-rc2 was",
+    {"vanilla": "tidy-v1r8", "scan-balance-3.9": "vanilla", "kswapd-series-flatten": "flatten-v1r8",
+     "kswapd-series-limitprio": "limitprio-v1r8", "kswapd-series-block": "block-v1r8"},
+    "6.1 has the whole series (and since spares anon while page cache is plentiful); scan-balance-3.9 takes out "
+    "the series' descendants and that shortcut, as 3.9-rc2 was; the kswapd-series sets put the series back step "
+    "by step on 3.9's scan balance (block and tidy are one kernel in 6.1's terms)",
     (Table("Ops, per IO level (mmtests' table: memcachetest there, our key-value store here)", (
         *_per_level("ops", "Ops memcachetest", "ops/s", "ops_per_s"),
         *_per_level("io", "Ops io-duration", "s", "io_s"),

@@ -127,7 +127,8 @@ def test_switching_patch_sets_in_the_shared_tree(tmp_path, monkeypatch):
 
 SHIPPED = ["zone-reclaim-auto", "rmap-lock-blocking", "kswapd-no-backoff", "mlocked-on-lru",
            "mlocked-on-lru-kswapd-sleeps", "scan-balance-3.9", "rmap-lock-blocking-ptl-trylock",
-           "allocators-reclaim", "rmap-lock-spinning"]
+           "allocators-reclaim", "rmap-lock-spinning", "kswapd-series-flatten", "kswapd-series-limitprio",
+           "kswapd-series-block"]
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -141,13 +142,27 @@ def test_shipped_patch_sets_are_complete(name):
     assert "seed" in readme.lower() and "## What it changes" in readme
     patches = kernel.series(name)
     assert patches and all(f.startswith(("mm/", "include/linux/rmap.h")) for f in kernel.patched_files(patches))
-    own = patches[-1].read_text()  # the set's own layer is last in its series
-    assert patches[-1].parent == d
+    own = patches[-1].read_text()  # the set's own layer is last in its series ...
+    # ... unless the set is other sets' layers only (seed 001's intermediate kernels)
+    assert patches[-1].parent == d or all(p.parent != d for p in patches)
     names = kernel.components(name)
     assert names and f'"vmlab-patch: {names[-1]}' in own
     assert f"vmlab_patch_{re.sub(r'[^0-9a-z]', '_', names[-1])}(void)" in own
     # each announced name is one layer: a stacked set names its base's layers first
     assert len(names) == len({p.name for p in patches} - {"series"})
+
+
+def test_seed_001s_intermediate_kernels_take_out_the_series_descendants_in_turn():
+    """3.9-rc2 (scan-balance-3.9) and the seed's steps: flatten keeps 6.1's
+    bound (patches 1-4), limitprio also its priority floor (5), block also
+    its writeback rule and stall (6, 7); none has 4.12's hopeless-node exit."""
+    c = {s: kernel.components(s) for s in ("scan-balance-3.9", "kswapd-series-flatten", "kswapd-series-limitprio",
+                                         "kswapd-series-block")}
+    later = ["kswapd-priority-zero", "kswapd-writes-by-priority", "kswapd-no-writeback-stall"]
+    assert c["scan-balance-3.9"] == ["kswapd-no-hopeless-node", "kswapd-no-backoff", "scan-balance-3.9", *later]
+    assert c["kswapd-series-flatten"] == ["kswapd-no-hopeless-node", "scan-balance-3.9", *later]
+    assert c["kswapd-series-limitprio"] == ["kswapd-no-hopeless-node", "scan-balance-3.9", *later[1:]]
+    assert c["kswapd-series-block"] == ["kswapd-no-hopeless-node", "scan-balance-3.9"]
 
 
 def test_stacked_set_names_every_layer_of_its_base():
