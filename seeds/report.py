@@ -13,6 +13,7 @@ import json
 import sqlite3
 import statistics
 import sys
+from collections import Counter
 
 from analysis import db, pages
 from analysis.compare import _fmt, pct
@@ -357,9 +358,7 @@ def _page_body(wanted, tables: dict, runs, planned, axes: dict) -> list[str]:
         else:
             body.append(f"No run of this seed yet: {sum(1 for _, b in todo if _seed(b) == x)} planned.")
     body += ["", "## The campaign", ""]
-    per = {}
-    for _, b in todo:
-        per[b] = per.get(b, 0) + 1
+    per = Counter(b for _, b in todo)
     body.append(f"{len(planned) - len(todo)} of the {len(planned)} runs `studies/seeds.toml` plans at this checkout "
                 f"are on this page; to run: {len(todo)}"
                 + (" (" + ", ".join(f"{b}: {n}" for b, n in per.items()) + ")" if todo else "") + ".")
@@ -368,9 +367,7 @@ def _page_body(wanted, tables: dict, runs, planned, axes: dict) -> list[str]:
     for r in runs:
         b = axes.get(r["id"], {}).get("block", "-")
         walls.setdefault(b, []).append(r["wall_s"] or 0.0)
-    planned_per = {}
-    for _, b in planned:
-        planned_per[b] = planned_per.get(b, 0) + 1
+    planned_per = Counter(b for _, b in planned)
     body += ["", "| block | planned | run | wall, all runs [h] | wall per run, min-max [min] |",
              "|---|---|---|---|---|"]
     body += [f"| {b} | {planned_per.get(b, '-')} | {len(w)} | {sum(w) / 3600:.2f} | "
