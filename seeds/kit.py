@@ -65,6 +65,7 @@ class Reading:
     def __init__(self, con):
         self.con = con
         self._figures: dict = {}
+        self._shares: dict = {}
 
     def execute(self, *args):
         return self.con.execute(*args)
@@ -75,8 +76,19 @@ class Reading:
         return self._figures[rid]
 
 
+    def shares(self, rid) -> dict:
+        if rid not in self._shares:
+            self._shares[rid] = profile_report.shares(self.con, rid)
+        return self._shares[rid]
+
+
 def figs(con, rid) -> dict:
     return con.figures(rid) if isinstance(con, Reading) else compare.figures(con, rid)
+
+
+def shares(con, rid) -> dict:
+    """The run's profile as (symbol, dso) -> % of CPU time, read once per table."""
+    return con.shares(rid) if isinstance(con, Reading) else profile_report.shares(con, rid)
 
 
 def fig(name: str, scale: float = 1.0) -> Callable:
@@ -140,8 +152,7 @@ def _busy(con, rid, dso: str | None) -> list[tuple[str, float]]:
     """(symbol, share of all CPU time) of the run's profile, most first, of
     one DSO (analysis.profile.KERNEL) or all (analysis/profile_report.shares: idle and
     drift are not symbols, so left out); [] without a profile."""
-    rows = [(sym, pct) for (sym, d), pct in profile_report.shares(getattr(con, "con", con), rid).items()
-            if d != "-" and (dso is None or d == dso)]
+    rows = [(sym, pct) for (sym, d), pct in shares(con, rid).items() if d != "-" and (dso is None or d == dso)]
     return sorted(rows, key=lambda r: -r[1])
 
 

@@ -17,6 +17,7 @@ import json
 
 import pytest
 
+from analysis.rows import metrics
 from tests.e2e import REPO, db, vmlab
 
 TOPO = REPO / "tests" / "data" / "x86-2s-small.toml"
@@ -32,8 +33,7 @@ def churn(tmp_path_factory, vmlab_env):
     c = db(tmp)
     runs = {x["patch_set"]: x for x in c.execute("SELECT * FROM runs WHERE status = 'ok'")}
     assert set(runs) == {"vanilla", "mlocked-on-lru"}
-    figs = {ps: {n: v for n, v in c.execute("SELECT name, value FROM metrics WHERE run_id = ?", (x["id"],))}
-            for ps, x in runs.items()}
+    figs = {ps: metrics(c, x["id"]) for ps, x in runs.items()}
     return r, runs, figs
 
 
