@@ -28,10 +28,13 @@ MGLRU = "mglru"  # the kernel flavor with the multi-generational LRU on (images/
 
 
 # --- the table ----------------------------------------------------------------------------
+def _kernel(col) -> str:
+    """A column's kernel: the patch set, its own parameters, a flavor other than the default."""
+    return col[5][1] + "".join(f", {p}" for p in col[5][2]) + (f" ({col[2]})" if col[2] != "default" else "")
+
+
 def _label(col) -> str:
-    flavor, timing, kernel = col[2], col[4], col[5][1]
-    return (kernel + "".join(f", {p}" for p in col[5][2]) + (f" ({flavor})" if flavor != "default" else "")
-            + (f" [timing {timing}]" if modes.get(timing).loads_plugin else ""))
+    return _kernel(col) + (f" [timing {col[4]}]" if modes.get(col[4]).loads_plugin else "")
 
 
 def _machine(col) -> str:
@@ -258,10 +261,6 @@ def _direction(s, h, row: Row, ours: dict, keys, base, pub: dict) -> list[str]:
         out.append(Direction(f"direction, {h.label}: ours {pct(a[0], z[0]) or '0.00%'} {pair}{where}; {seed}: "
                              f"{verdict}", outcome, f"{h.label}, {_kernel(b)}→{_kernel(k)}{where}"))
     return out
-
-
-def _kernel(col) -> str:
-    return col[5][1] + "".join(f", {p}" for p in col[5][2]) + (f" ({col[2]})" if col[2] != "default" else "")
 
 
 class Direction(str):
