@@ -193,8 +193,48 @@ def _spin_wait_s(con, rid):
     return run_metrics(con, rid).get("engine.pause_cpu_s")
 
 
+# fork copies the page-table entries of every region it inherits and exit
+# releases them: the work per job grows with how many of those pages are
+# present (each a refcount and an rmap count on its struct page) rather than
+# swapped out, whichever kernel reclaims them
+PAGE_WORK = ("copy_page_range", "page_remove_rmap", "release_pages")
+
+
+def _jobs(con, rid):
+    rate, el = fig("forkstorm.jobs_per_min")(con, rid), fig("forkstorm.elapsed_s")(con, rid)
+    return None if rate is None or el is None else rate * el / 60
+
+
+def _page_work_us(con, rid):
+    """Guest CPU microseconds in fork's and exit's page work (PAGE_WORK, the
+    whole run's profile) per job of the storm: what a job costs apart from
+    locks, and what the kernels' jobs/min follows (the notes' correlation)."""
+    n = _jobs(con, rid)
+    q = ("SELECT SUM(time_ps) FROM profile_symbols WHERE run_id = ? AND dso = ? AND symbol IN "
+         f"({', '.join('?' * len(PAGE_WORK))})")
+    ps = con.execute(q, (rid, KERNEL, *PAGE_WORK)).fetchone()[0]
+    return None if not n or ps is None else ps / 1e6 / n
+
+
+def _pearson(xs, ys) -> float | None:
+    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
+        return None
+    return statistics.correlation(xs, ys)
+
+
 def _fork_notes(con, run_ids) -> list[str]:
     out = []
+    by_cpus: dict = {}
+    for rid in run_ids:
+        jobs, work = fig("forkstorm.jobs_per_min")(con, rid), _page_work_us(con, rid)
+        if jobs is not None and work is not None:
+            by_cpus.setdefault(run_of(con, rid)["cpus"], []).append((jobs, work))
+    for cpus, pts in sorted(by_cpus.items()):
+        r = _pearson([p[0] for p in pts], [p[1] for p in pts])
+        if r is not None:
+            out.append(f"jobs/min against fork and exit page work per job, {cpus} CPUs, {len(pts)} runs of every "
+                       f"kernel together: Pearson r = {r:+.2f} (a job costs what its inherited pages cost to "
+                       "copy and release, whichever kernel)")
     for rid in run_ids:
         top = top_symbols(con, rid, dso=KERNEL)
         if top:
@@ -229,6 +269,8 @@ S002 = Seed(
         # 6.1's anon_vma lock is an rwsem: its bounded optimistic spin, apart from the spin locks
         Row("rwsem_spin", "rwsem optimistic spinning (osq_lock, rwsem_optimistic_spin)", "% of kernel",
             cpu_share("osq_lock", "rwsem_optimistic_spin", "rwsem_spin_on_owner", dso=KERNEL), NEED_PROFILE),
+        Row("page_work", "fork and exit page work (" + ", ".join(PAGE_WORK) + ") per job", "us",
+            _page_work_us, NEED_PROFILE),
         Row("kswapd", "kswapd CPU time", "s", fig("forkstorm.kswapd_s")),
         Row("spin_wait", "spin-wait (PAUSE) time, whole run", "CPU-s", _spin_wait_s),
     ), (Headline("sys", "system time", +1, "the trylock lowers it"),

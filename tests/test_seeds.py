@@ -642,3 +642,36 @@ def test_a_parameter_away_from_its_default_makes_a_column_of_its_own():
     assert col() == () and col(zone_reclaim_mode="kernel", cache_frac=0.0) == ()
     assert col(zone_reclaim_mode=5) == ("zone_reclaim_mode=5",)
     assert col(cache_frac=0.25, zone_reclaim_mode="kernel") == ("cache_frac=0.25",)
+
+
+def test_fork_page_work_per_job_and_its_correlation_with_jobs(tmp_path):
+    """002's explanation of a kernel pair's jobs/min: the guest CPU time in
+    fork's and exit's page work per job, and its correlation with jobs/min
+    across the runs of a CPU count (in the notes)."""
+    con = db.connect(tmp_path / "r.db")
+    x2 = T.load("x86-2s")
+    rids = []
+    # jobs/min 600, 900, 1200 over 1 s: 10, 15, 20 jobs; page work 40, 30, 10 us a job
+    for i, (rate, work_us) in enumerate(((600, 40), (900, 30), (1200, 10))):
+        lines = [metric("forkstorm.jobs_per_min", rate, "jobs/min"), metric("forkstorm.elapsed_s", 1.0, "s"),
+                 metric("forkstorm.sys_share", 0.9, "ratio"), metric("forkstorm.user_share", 0.05, "ratio")]
+        rid = store(con, x2, lines, experiment="forkstorm", patch_set="vanilla", timing_mode="detailed",
+                    run_key=f"f{i}")
+        jobs = rate / 60
+        with con:
+            insert(con, "profile_symbols", [
+                {"run_id": rid, "cpu": 0, "phase": 0, "phase_name": None, "phase_instance": None, "symbol": s,
+                 "dso": dso, "insns": 1, "insn_ps": 0, "core_ps": 0, "mem_ps": 0, "lock_ps": 0, "fetch_ps": 0,
+                 "pause_ps": 0, "pauses": 0, "time_ps": ps} for s, dso, ps in (
+                    ("copy_page_range", KERNEL, work_us * jobs * 1e6 / 2),
+                    ("release_pages", KERNEL, work_us * jobs * 1e6 / 2),
+                    ("copy_page_range", "forkstorm", 7e9),  # a program's symbol of the same name: not counted
+                    ("_raw_spin_lock", KERNEL, 5e9))])
+        rids.append(rid)
+    ro = db.connect(tmp_path / "r.db", readonly=True)
+    assert [round(seed_tables._page_work_us(ro, r), 6) for r in rids] == [40, 30, 10]
+    notes = seed_tables._fork_notes(ro, rids)
+    line = next(n for n in notes if n.startswith("jobs/min against fork and exit page work"))
+    assert "8 CPUs, 3 runs" in line and "Pearson r = -0.98" in line
+    # two runs are too few for a correlation
+    assert not any(n.startswith("jobs/min against") for n in seed_tables._fork_notes(ro, rids[:2]))
