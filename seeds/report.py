@@ -123,7 +123,8 @@ def _render(con, s, run_ids) -> str:
            f"ours: {s.experiment} on {', '.join(dict.fromkeys(r['topology'] for r in runs))}; " + "; ".join(
                f"{_label(k)}{' on ' + _machine(k) if k[0] else ''}: run{'s' if len(v) > 1 else ''} "
                + ", ".join(str(r["id"]) for r in v) for k, v in cols.items()),
-           "kernels: " + "; ".join(f"{k} stands for the seed's {c}" for k, c in seedcol.items()) + f" ({s.pairing})"]
+           "kernels: " + " ".join(filter(None, ["; ".join(f"{k} stands for the seed's {c}" for k, c in seedcol.items()),
+                                                f"({s.pairing})"]))]
     for k in keys:
         group = [r for kk, v in cols.items() if kk[0] == k[0] for r in v]
         bad = [c for c in ("topology_sha256", "params_json", "seed", "qemu_mode", "guest_isa", "engine_version",

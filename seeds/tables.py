@@ -52,6 +52,33 @@ def _over_ideal(column: str) -> Callable:
     return get
 
 
+def _memory_notes(con, run_ids) -> list[str]:
+    """The seed's fix against the period set on every machine that has both,
+    smallest memory first: Ben's 3.5 GB, where the fix "did not have much
+    effect", against the seed's 2 GB (block 000-memory)."""
+    by: dict = {}
+    for rid in run_ids:
+        r = run_of(con, rid)
+        if r["kernel_flavor"] == "default" and r["patch_set"] in ("mlocked-on-lru", "mlocked-on-lru-kswapd-sleeps"):
+            v = kswapd_busiest(con, rid)
+            if v is not None:
+                key = (r["cpus"], r["nodes"] * r["memory_mib_per_node"], r["topology"], r["timing_mode"])
+                by.setdefault(key, {}).setdefault(r["patch_set"], []).append(v)
+    parts = []
+    for (cpus, mib, topo, mode), k in sorted(by.items()):
+        a, b = k.get("mlocked-on-lru"), k.get("mlocked-on-lru-kswapd-sleeps")
+        if a and b and statistics.mean(a):
+            parts.append(f"{topo} ({cpus} CPUs, {mib} MiB, timing {mode}): {statistics.mean(a):.0f} → "
+                         f"{statistics.mean(b):.0f} % ({100 * (statistics.mean(b) / statistics.mean(a) - 1):+.0f} %)")
+    if len(parts) < 2:
+        return []
+    from seeds.published import FIX, PUBLISHED, STORM  # it reads this module's level names
+    pub = PUBLISHED["000"]["kswapd_steady"]
+    return ["the seed's fix by memory size, kswapd CPU (busiest node over the run, mean), period set → + fix: "
+            + "; ".join(parts) + f" (the seed: {pub[STORM].values[0]:g} → {pub[FIX].values[0]:g} % on 2 GB; "
+            "on 3.5 GB \"did not have much effect\")"]
+
+
 NEED_PROFILE = "needs a run with the plugin's profile (every timing mode but off; --no-profile turns it off)"
 NEED_LOCKSTAT = "needs --flavor lockstat"
 S000 = Seed(
@@ -89,7 +116,7 @@ S000 = Seed(
              NEED_PROFILE),
          Row("lru_lock", "LRU lock contentions (lock_stat's top 10 classes)", "contentions",
              lock_contentions("%lru_lock%"), NEED_LOCKSTAT),
-     ))), by_machine=True)
+     ))), by_machine=True, notes=_memory_notes)
 
 
 # --- 001: kvio ---------------------------------------------------------------------

@@ -610,7 +610,7 @@ def test_seeds_command_runs_every_block_of_a_seed(monkeypatch, tmp_path, capsys)
     assert asked["groups"][0] == "004" and len(asked["groups"]) >= 2
     assert asked["tables"] == (["004"], 7) and asked["topologies"] is None
     assert seedscli.main(["000", "--topology", "x86-1s-2c", "--db", str(tmp_path / "r.db")]) == 0
-    assert asked["topologies"] == ["x86-1s-2c"] and asked["groups"] == ["000", "000-mglru"]
+    assert asked["topologies"] == ["x86-1s-2c"] and asked["groups"] == ["000", "000-mglru", "000-memory"]
     study = tmp_path / "s.toml"
     study.write_text('name = "x"\n[[matrix]]\nname = "001"\naxes.experiment = ["kvio"]\n')
     monkeypatch.setattr(seedscli, "SEEDS_STUDY", study)
@@ -675,3 +675,23 @@ def test_fork_page_work_per_job_and_its_correlation_with_jobs(tmp_path):
     assert "8 CPUs, 3 runs" in line and "Pearson r = -0.98" in line
     # two runs are too few for a correlation
     assert not any(n.startswith("jobs/min against") for n in seed_tables._fork_notes(ro, rids[:2]))
+
+
+def test_the_seeds_fix_by_memory_size_is_a_note_under_000(tmp_path):
+    """Block 000-memory: the period set and the seed's fix on two memory
+    sizes; the note lists the fix's effect on kswapd smallest memory first,
+    and needs both kernels on at least two machines."""
+    con = db.connect(tmp_path / "r.db")
+    small, big = (T.load(str(REPO / "studies" / "machines" / f"x86-2s-2x{m}m.toml")) for m in (64, 112))
+    ml = json.dumps({"slots": 2})
+    rids = [store(con, topo, mlockchurn_lines([1000, 1000, 2000, 2600], share), experiment="mlockchurn",
+                  patch_set=kernel, run_key=f"{topo.name}-{kernel}", params_json=ml)
+            for topo, kernel, share in ((big, "mlocked-on-lru", 0.80), (big, "mlocked-on-lru-kswapd-sleeps", 0.70),
+                                        (small, "mlocked-on-lru", 0.80), (small, "mlocked-on-lru-kswapd-sleeps", 0.30))]
+    ro = db.connect(tmp_path / "r.db", readonly=True)
+    [line] = seed_tables._memory_notes(ro, rids)
+    assert ("x86-2s-2x64m (4 CPUs, 128 MiB, timing off): 80 → 30 % (-62 %); "
+            "x86-2s-2x112m (4 CPUs, 224 MiB, timing off): 80 → 70 % (-12 %)") in line
+    assert "(the seed: 100 → 35 % on 2 GB" in line
+    assert seed_tables._memory_notes(ro, rids[:3]) == []  # the fix on one machine only: nothing to set beside
+    assert line in seeds.render(ro, "000", rids)
