@@ -368,12 +368,18 @@ def _page_body(wanted, tables: dict, runs, planned, axes: dict) -> list[str]:
         b = axes.get(r["id"], {}).get("block", "-")
         walls.setdefault(b, []).append(r["wall_s"] or 0.0)
     planned_per = Counter(b for _, b in planned)
-    body += ["", "| block | planned | run | wall, all runs [h] | wall per run, min-max [min] |",
-             "|---|---|---|---|---|"]
+    # the rest at the mean a run of its block has taken so far (one lane; a block with no run yet: unknown)
+    rest = {b: per[b] * sum(w) / len(w) for b, w in walls.items() if w and per.get(b)}
+    body += ["", "| block | planned | run | wall, all runs [h] | wall per run, min-max [min] | "
+             "the rest at that pace [h] |", "|---|---|---|---|---|---|"]
     body += [f"| {b} | {planned_per.get(b, '-')} | {len(w)} | {sum(w) / 3600:.2f} | "
-             f"{min(w) / 60:.1f}-{max(w) / 60:.1f} |" for b, w in sorted(walls.items())]
+             f"{min(w) / 60:.1f}-{max(w) / 60:.1f} | {rest[b] / 3600:.2f} |" if b in rest else
+             f"| {b} | {planned_per.get(b, '-')} | {len(w)} | {sum(w) / 3600:.2f} | "
+             f"{min(w) / 60:.1f}-{max(w) / 60:.1f} | - |" for b, w in sorted(walls.items())]
     total = sum(sum(w) for w in walls.values())
-    body.append(f"| all | {len(planned)} | {len(runs)} | {total / 3600:.2f} | |")
+    unknown = sum(n for b, n in per.items() if b not in rest)
+    body.append(f"| all | {len(planned)} | {len(runs)} | {total / 3600:.2f} | | {sum(rest.values()) / 3600:.2f}"
+                + (f" and {unknown} runs of blocks with none yet" if unknown else "") + " |")
     body += ["", "## The runs", "", "| run | block | machine | kernel | flavor | repeat | key |",
              "|---|---|---|---|---|---|---|"]
     body += [f"| {r['id']} | {axes.get(r['id'], {}).get('block', '-')} | {r['topology']} | {r['patch_set']} | "
