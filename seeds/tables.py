@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import statistics
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -311,6 +312,54 @@ def _qs_busy(con, rid):
     return None if u is None or s is None else u + s
 
 
+def _kernel_ms(con, rid) -> tuple[dict, float]:
+    """The run's kernel CPU time per symbol and its spin-wait (PAUSE) part,
+    in guest ms, from its profile ({} and 0 without one)."""
+    rows = con.execute("SELECT symbol, SUM(time_ps), SUM(pause_ps) FROM profile_symbols WHERE run_id = ? AND dso = ? "
+                       "GROUP BY symbol", (rid, KERNEL)).fetchall()
+    return {r[0]: r[1] / 1e9 for r in rows}, sum(r[2] or 0 for r in rows) / 1e9
+
+
+def _pause_cycles(r) -> int | None:
+    try:
+        return int(tomllib.loads(r["topology_toml"] or "").get("cpu", {}).get("pause_cycles", 1))
+    except tomllib.TOMLDecodeError:
+        return None
+
+
+def _qs_notes(con, run_ids, top: int = 5) -> list[str]:
+    """Where the period set's extra system time goes, machine by machine: the
+    kernel symbols whose CPU time on the guest clock grew most from vanilla
+    to allocators-reclaim (means over each kernel's runs), and the spin-wait
+    part, with the machine's PAUSE price (the row moved with it)."""
+    by: dict = {}
+    for rid in run_ids:
+        r = run_of(con, rid)
+        if r["kernel_flavor"] != "default" or r["patch_set"] not in ("vanilla", "allocators-reclaim"):
+            continue
+        ms, pause = _kernel_ms(con, rid)
+        if ms:
+            dsk = (r["disk_model"] or "").split(":")[0]
+            by.setdefault((r["topology"], dsk, r["timing_mode"], _pause_cycles(r)), {}).setdefault(
+                r["patch_set"], []).append((ms, pause))
+    out = []
+    for (topo, dsk, mode, pause_cycles), k in sorted(by.items(), key=lambda kv: str(kv[0])):
+        van, per = k.get("vanilla"), k.get("allocators-reclaim")
+        if not van or not per:
+            continue
+        mean = lambda runs, sym: statistics.mean(ms.get(sym, 0.0) for ms, _ in runs)
+        syms = {s for ms, _ in van + per for s in ms}
+        delta = sorted(((mean(per, x) - mean(van, x), x) for x in syms), reverse=True)
+        total = sum(d for d, _ in delta)
+        spin = statistics.mean(p for _, p in per) - statistics.mean(p for _, p in van)
+        out.append(f"where allocators-reclaim's kernel time goes, {topo}, {dsk}, timing {mode}, PAUSE "
+                   f"{pause_cycles if pause_cycles is not None else '?'} cycles ({len(van)} and {len(per)} runs): "
+                   f"{total:+.0f} ms over vanilla; most grown: "
+                   + ", ".join(f"{x} {d:+.0f} ms" for d, x in delta[:top] if d > 0)
+                   + f"; spin-wait (PAUSE) in the kernel {spin:+.0f} ms")
+    return out
+
+
 S003 = Seed(
     "003", 'Rik van Riel, "smoother VM for -ac" + Lorenzo Allegrucci\'s qsbench runs (LKML, 2001; 2.4.10-ac9)',
     "003_b84e3de52decaefe.txt", "qsbench", ("2.4.10-ac9", "2.4.10-ac9 + smooth"),
@@ -325,7 +374,8 @@ S003 = Seed(
         Row("majflt", "major faults", "faults", fig("qsbench.majflt")),
         # the seed read kswapd's time once, after the three runs: ours summed over the repeats
         Row("kswapd", "kswapd CPU time, the runs together", "s", fig("qsbench.kswapd_s"), agg="sum"),
-    ), (Headline("elapsed", "elapsed"), Headline("system", "system time"))),), by_machine=True)
+    ), (Headline("elapsed", "elapsed"), Headline("system", "system time"))),), by_machine=True,
+    notes=_qs_notes)
 
 
 # --- 004: memeater ---------------------------------------------------------------------

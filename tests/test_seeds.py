@@ -714,3 +714,33 @@ def test_the_seeds_fix_by_memory_size_is_a_note_under_000(tmp_path):
     assert "(the seed: 100 → 35 % on 2 GB" in line
     assert seed_tables._memory_notes(ro, rids[:3]) == []  # the fix on one machine only: nothing to set beside
     assert line in seeds.render(ro, "000", rids)
+
+
+def test_where_the_period_sets_kernel_time_goes_is_a_note_per_machine(tmp_path):
+    """003: the kernel symbols whose guest CPU time grew most from vanilla to
+    allocators-reclaim, means over each kernel's runs, with the spin-wait part
+    and the machine's PAUSE price; a machine with one kernel only gets none."""
+    con = db.connect(tmp_path / "r.db")
+    m140, m1 = (T.load(str(REPO / "studies" / "machines" / f"x86-1s-2c-256m{x}.toml")) for x in ("", "-pause1"))
+    rids = []
+    for topo, kernel, grow in ((m140, "vanilla", (0, 0)), (m140, "vanilla", (0, 0)),
+                               (m140, "allocators-reclaim", (300, 100)), (m140, "allocators-reclaim", (500, 100)),
+                               (m1, "vanilla", (0, 0))):
+        rid = store(con, topo, qsbench_lines(6.0, 1.0, 10.0, 1000, 1.0), experiment="qsbench", patch_set=kernel,
+                    timing_mode="detailed", run_key=f"q{len(rids)}")
+        with con:
+            insert(con, "profile_symbols", [
+                {"run_id": rid, "cpu": 0, "phase": 0, "phase_name": None, "phase_instance": None, "symbol": s,
+                 "dso": dso, "insns": 1, "insn_ps": 0, "core_ps": 0, "mem_ps": 0, "lock_ps": 0, "fetch_ps": 0,
+                 "pause_ps": pause, "pauses": 0, "time_ps": ms * 1e9} for s, dso, ms, pause in (
+                    ("shrink_folio_list", KERNEL, 1000 + grow[0], 0),
+                    ("_raw_spin_lock", KERNEL, 200 + grow[1], grow[1] * 0.5e9),
+                    ("clear_page_erms", KERNEL, 50, 0),
+                    ("qsort", "qsbench", 9000 + grow[0], 0))])  # the program's: not kernel time
+        rids.append(rid)
+    ro = db.connect(tmp_path / "r.db", readonly=True)
+    [line] = seed_tables._qs_notes(ro, rids)
+    assert line.startswith("where allocators-reclaim's kernel time goes, x86-1s-2c-256m, ")
+    assert ", PAUSE 140 cycles (2 and 2 runs): +500 ms over vanilla; most grown: shrink_folio_list +400 ms, " \
+        "_raw_spin_lock +100 ms; spin-wait (PAUSE) in the kernel +50 ms" in line
+    assert line in seeds.render(ro, "003", rids)
