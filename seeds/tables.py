@@ -36,6 +36,7 @@ from seeds.kit import (
     span_s,
     top_symbols,
 )
+from seeds.published import FIX, LEVELS_MB, PUBLISHED, STORM
 
 
 # --- 000: mlockchurn -------------------------------------------------------------
@@ -73,7 +74,6 @@ def _memory_notes(con, run_ids) -> list[str]:
                          f"{statistics.mean(b):.0f} % ({100 * (statistics.mean(b) / statistics.mean(a) - 1):+.0f} %)")
     if len(parts) < 2:
         return []
-    from seeds.published import FIX, PUBLISHED, STORM  # it reads this module's level names
     pub = PUBLISHED["000"]["kswapd_steady"]
     return ["the seed's fix by memory size, kswapd CPU (busiest node over the run, mean), period set → + fix: "
             + "; ".join(parts) + f" (the seed: {pub[STORM].values[0]:g} → {pub[FIX].values[0]:g} % on 2 GB; "
@@ -121,7 +121,6 @@ S000 = Seed(
 
 
 # --- 001: kvio ---------------------------------------------------------------------
-LEVELS_MB = (0, 749, 2498, 4246)  # the seed's dd sizes; ours are fractions of RAM, level by level
 
 
 def level(i: int, expr: str, scale: float = 1.0) -> Callable:
