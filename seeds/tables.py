@@ -410,6 +410,15 @@ def _at_swap_start(f: Callable) -> Callable:
     return get
 
 
+def _per_quarter_node(con, rid) -> float:
+    """What turns a run's ms per chunk into ms per quarter node, the seed's
+    1 GB chunk on 4 GB RADs: 1 for the default chunk (chunk_frac 0.25), more
+    for the smaller chunks the zone_reclaim_mode=5 blocks take."""
+    r = run_of(con, rid)
+    chunk = params(con, rid).get("chunk_mib")
+    return r["memory_mib_per_node"] / 4 / chunk if chunk and r["memory_mib_per_node"] else 1.0
+
+
 def _ms(before: bool) -> Callable:
     def get(con, rid):
         s = _swap_start(con, rid)
@@ -418,7 +427,7 @@ def _ms(before: bool) -> Callable:
         cut = s["chunk"] if s is not None and s["cycle"] == 0 else None
         ms = [r[1] for r in con.execute("SELECT chunk, wall_ms FROM chunk_times WHERE run_id = ? AND cycle = 0 "
                                         "ORDER BY chunk", (rid,)) if cut is None or (r[0] < cut) == before]
-        return statistics.mean(ms) if ms else None
+        return statistics.mean(ms) * _per_quarter_node(con, rid) if ms else None
     return get
 
 
@@ -443,7 +452,7 @@ def _ms_at_hop(h: int) -> Callable:
         hops = _hops(con, rid)
         ms = [r[1] for r in con.execute("SELECT main_node, wall_ms FROM chunk_times WHERE run_id = ? AND cycle = 0",
                                         (rid,)) if hops and r[0] is not None and r[0] < len(hops) and hops[r[0]] == h]
-        return statistics.mean(ms) if ms else None
+        return statistics.mean(ms) * _per_quarter_node(con, rid) if ms else None
     return get
 
 
@@ -473,9 +482,10 @@ def _memeater_rows(con, run_ids) -> tuple:
                            / (run_of(c, r)["nodes"] * run_of(c, r)["memory_mib_per_node"]))),
         Row("cycle", "cycle in which swapping began", "cycle",
             lambda con, rid: None if _swap_start(con, rid) is None else float(_swap_start(con, rid)["cycle"])),
-        Row("ms_before", "ms per chunk (GB) before swapping, first cycle", "ms", _ms(True)),
-        Row("ms_after", "ms per chunk (GB) once swapping, first cycle", "ms", _ms(False)),
-        *(Row(f"ms_hop{h}", f"ms per chunk {h} hop{'' if h == 1 else 's'} from home, first cycle", "ms", _ms_at_hop(h))
+        Row("ms_before", "ms per quarter node (the seed's 1 GB chunk) before swapping, first cycle", "ms", _ms(True)),
+        Row("ms_after", "ms per quarter node (the seed's 1 GB chunk) once swapping, first cycle", "ms", _ms(False)),
+        *(Row(f"ms_hop{h}", f"ms per quarter node {h} hop{'' if h == 1 else 's'} from home, first cycle", "ms",
+              _ms_at_hop(h))
           for h in range(hops + 1)),
         *(Row(f"swap_c{c[0]}", f"swap used after cycle {c[0]}", "MiB",
               scalar(f"SELECT swap_used_kib FROM memeater_cycles WHERE run_id = ? AND cycle = {int(c[0])}", 1 / 1024))

@@ -269,8 +269,8 @@ def test_each_seed_table_has_the_seeds_rows_and_units(built):
     assert [float(x) for x in spin[1:3]] == [6.0, 8.5], spin  # vanilla 10 x 0.6, the period set 10 x 0.85
     assert "nodes filled when swapping began [nodes]" in texts["004"]
     # hop rows from the runs: 16 chunks fill node 0 and its four 1-hop neighbours, one chunk lands 2 hops away
-    assert "ms per chunk 2 hops from home, first cycle [ms]" in texts["004"]
-    assert "ms per chunk 3 hops" not in texts["004"] and "free memory per node 6 hops from home" in texts["004"]
+    assert "ms per quarter node 2 hops from home, first cycle [ms]" in texts["004"]
+    assert "ms per quarter node 3 hops" not in texts["004"] and "free memory per node 6 hops from home" in texts["004"]
     assert "swap used after cycle 1 [MiB]" in texts["004"]
 
 
@@ -744,3 +744,19 @@ def test_where_the_period_sets_kernel_time_goes_is_a_note_per_machine(tmp_path):
     assert ", PAUSE 140 cycles (2 and 2 runs): +500 ms over vanilla; most grown: shrink_folio_list +400 ms, " \
         "_raw_spin_lock +100 ms; spin-wait (PAUSE) in the kernel +50 ms" in line
     assert line in seeds.render(ro, "003", rids)
+
+
+def test_004s_chunk_times_are_per_quarter_node_whatever_the_chunk(tmp_path):
+    """The zone_reclaim_mode=5 blocks take 1 MiB chunks: their ms per chunk
+    becomes ms per quarter node (the seed's 1 GB chunk on 4 GB RADs), so a
+    column of 1 MiB chunks sits beside one of 16 MiB chunks."""
+    con = db.connect(tmp_path / "r.db")
+    gs32 = T.load("gs1280-32")
+    one = store(con, gs32, memeater_lines(gs32, 16, None, cycles=1), experiment="memeater", patch_set="vanilla",
+                run_key="one", params_json=json.dumps({"cpu": 0, "chunk_mib": 1, "chunks": 16, "cycles": 1}))
+    sixteen = store(con, gs32, memeater_lines(gs32, 16, None, cycles=1), experiment="memeater", patch_set="vanilla",
+                    run_key="sixteen", params_json=json.dumps({"cpu": 0, "chunk_mib": 16, "chunks": 16, "cycles": 1}))
+    ro = db.connect(tmp_path / "r.db", readonly=True)
+    before = seed_tables._ms(True)
+    assert before(ro, one) == pytest.approx(16 * before(ro, sixteen))
+    assert seed_tables._ms_at_hop(0)(ro, one) == pytest.approx(16 * seed_tables._ms_at_hop(0)(ro, sixteen))
