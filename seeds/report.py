@@ -33,6 +33,12 @@ def _kernel(col) -> str:
     return col[5][1] + "".join(f", {p}" for p in col[5][2]) + (f" ({col[2]})" if col[2] != "default" else "")
 
 
+def _stands_as(col) -> str:
+    """A column's kernel as the seed's stands_for names it: the patch set and
+    its own parameters (004: "vanilla, zone_reclaim_mode=5"), the flavor apart."""
+    return col[5][1] + "".join(f", {p}" for p in col[5][2])
+
+
 def _label(col) -> str:
     return _kernel(col) + (f" [timing {col[4]}]" if modes.get(col[4]).loads_plugin else "")
 
@@ -118,7 +124,8 @@ def _render(con, s, run_ids) -> str:
         dflt = [b for b in keys if k[2] == MGLRU and b[0] == k[0] and b[2] == "default" and b[3:5] == k[3:5]]
         if dflt:
             base[k] = dflt[0]
-    seedcol = {k[5][1]: s.stands_for[k[5][1]] for k in sorted(keys, key=lambda k: k[5]) if k[5][1] in s.stands_for}
+    seedcol = {_stands_as(k): s.stands_for[_stands_as(k)] for k in sorted(keys, key=lambda k: k[5])
+               if _stands_as(k) in s.stands_for}
     out = [f"seed {s.id}: {s.title}  [{s.doc}]",
            f"ours: {s.experiment} on {', '.join(dict.fromkeys(r['topology'] for r in runs))}; " + "; ".join(
                f"{_label(k)}{' on ' + _machine(k) if k[0] else ''}: run{'s' if len(v) > 1 else ''} "
@@ -208,7 +215,7 @@ def _pairs(s, keys, base) -> list[tuple]:
     own before/after is re-enacted (000: period set -> period set + fix),
     the two kernels that stand for the seed's columns, in the seed's order."""
     out = [(base[k], k) for k in keys if k != base[k]]
-    col = lambda k: s.stands_for.get(k[5][1]) if not k[5][2] else None
+    col = lambda k: s.stands_for.get(_stands_as(k))
     for b in keys:
         for k in keys:
             if b[:5] == k[:5] and base[k] not in (b, k) and col(b) and col(k) and \
@@ -222,8 +229,7 @@ def _direction(s, h, row: Row, ours: dict, keys, base, pub: dict) -> list[str]:
     for b, k in _pairs(s, keys, base):
         where = f" at {k[0][0]} CPUs ({k[0][2]})" if k[0] else ""
         pair = f"{_label(b)}→{_label(k)}"
-        c0, c1 = (None, None) if b[5][2] or k[5][2] or b[2] != k[2] else (s.stands_for.get(b[5][1]),
-                                                                          s.stands_for.get(k[5][1]))
+        c0, c1 = (None, None) if b[2] != k[2] else (s.stands_for.get(_stands_as(b)), s.stands_for.get(_stands_as(k)))
         p0, p1 = _pub(pub.get(c0)), _pub(pub.get(c1))
         if b[2] != k[2]:  # another flavor of the same kernel: MGLRU, which no seed's kernel had
             want, seed = None, f"seed: no such kernel (the {k[2]} flavor is today's reclaim, not the seed's)"

@@ -500,9 +500,10 @@ def _memeater_rows(con, run_ids) -> tuple:
 S004 = Seed(
     "004", "HP GS1280 (32 CPUs, 4x8 torus, 128 GB, Tru64 5.1B), virtual memory problem (2005)",
     "004_a7c680989fc1af5f.txt", "memeater", ("Tru64 5.1B-PK4", "Tru64 patched (May 2005)"),
-    {"vanilla": "Tru64 patched (May 2005)", "zone-reclaim-auto": "Tru64 5.1B-PK4"},
-    "6.1 allocates on other nodes before reclaiming locally; zone-reclaim-auto reclaims (and swaps) on the "
-    "local node first, like Tru64's RADs",
+    {"vanilla": "Tru64 patched (May 2005)", "zone-reclaim-auto": "Tru64 5.1B-PK4",
+     "vanilla, zone_reclaim_mode=5": "Tru64 5.1B-PK4"},
+    "6.1 allocates on other nodes before reclaiming locally; zone-reclaim-auto (mode 1) reclaims clean page "
+    "cache on the local node first; zone_reclaim_mode=5 also unmaps and swaps there, as Tru64's RADs did",
     (Table("fill order, ms per chunk, swap and free memory (one chunk = a quarter node, the seed's 1 GB)",
            _memeater_rows, (Headline("touched", "memory touched before swapping began"),)),),
     by_machine=True, param_columns=("zone_reclaim_mode", "cache_frac"))
