@@ -503,7 +503,8 @@ S004 = Seed(
     {"vanilla": "Tru64 patched (May 2005)", "zone-reclaim-auto": "Tru64 5.1B-PK4",
      "vanilla, zone_reclaim_mode=5": "Tru64 5.1B-PK4"},
     "6.1 allocates on other nodes before reclaiming locally; zone-reclaim-auto (mode 1) reclaims clean page "
-    "cache on the local node first; zone_reclaim_mode=5 also unmaps and swaps there, as Tru64's RADs did",
+    "cache on the local node first; zone_reclaim_mode=5 also unmaps the program's pages there into swap (without "
+    "mode 2 it writes none to disk), the local paging of Tru64's RADs in 6.1's terms",
     (Table("fill order, ms per chunk, swap and free memory (one chunk = a quarter node, the seed's 1 GB)",
            _memeater_rows, (Headline("touched", "memory touched before swapping began"),)),),
     by_machine=True, param_columns=("zone_reclaim_mode", "cache_frac"))
