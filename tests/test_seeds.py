@@ -706,7 +706,8 @@ def test_the_seeds_fix_by_memory_size_is_a_note_under_000(tmp_path):
     con = db.connect(tmp_path / "r.db")
     small, big = (T.load(str(REPO / "studies" / "machines" / f"x86-2s-2x{m}m.toml")) for m in (64, 112))
     ml = json.dumps({"slots": 2})
-    rids = [store(con, topo, mlockchurn_lines([1000, 1000, 2000, 2600], share), experiment="mlockchurn",
+    rids = [store(con, topo, mlockchurn_lines([1000, 1000, 2000, 2600], 0.5) +
+                  [metric("mlockchurn.kswapd_sleeping_busiest", share, "CPU")], experiment="mlockchurn",
                   patch_set=kernel, run_key=f"{topo.name}-{kernel}", params_json=ml)
             for topo, kernel, share in ((big, "mlocked-on-lru", 0.80), (big, "mlocked-on-lru-kswapd-sleeps", 0.70),
                                         (small, "mlocked-on-lru", 0.80), (small, "mlocked-on-lru-kswapd-sleeps", 0.30))]
@@ -714,7 +715,7 @@ def test_the_seeds_fix_by_memory_size_is_a_note_under_000(tmp_path):
     [line] = seed_tables._memory_notes(ro, rids)
     assert ("x86-2s-2x64m (4 CPUs, 128 MiB, timing off): 80 → 30 % (-62 %); "
             "x86-2s-2x112m (4 CPUs, 224 MiB, timing off): 80 → 70 % (-12 %)") in line
-    assert "(the seed: 100 → 35 % on 2 GB" in line
+    assert "while the program sleeps" in line and "(the seed: 100 → 18 % on 2 GB" in line
     assert seed_tables._memory_notes(ro, rids[:3]) == []  # the fix on one machine only: nothing to set beside
     assert line in seeds.render(ro, "000", rids)
 
