@@ -166,7 +166,7 @@ def _table(con, s, t, run_ids, cols, base, seedcol) -> list[str]:
     # two of our kernels may stand for one seed column (002's period set, blocking and spinning): shown once
     shown = list(dict.fromkeys(c for c in seedcol.values() if any(c in pubs.get(row.key, {}) for row in rows)))
     # the seed's column for our first kernel that stands for one (vanilla 6.1 may be ours alone)
-    pbase = next((seedcol[k[5][1]] for k in sorted(keys, key=lambda k: k[5]) if k[5][1] in seedcol), None)
+    pbase = next((seedcol[_stands_as(k)] for k in sorted(keys, key=lambda k: k[5]) if _stands_as(k) in seedcol), None)
     pbase = pbase if pbase in shown else None  # the seed's % only when the baseline's column was published
     head = ["row [unit]"] + [h for k in keys for h in ([_label(k)] if k == base[k] else [_label(k), "%"])]
     head += [h for c in shown for h in ([f"seed: {c}"] if c == pbase or not pbase else [f"seed: {c}", "%"])]
@@ -373,9 +373,10 @@ def _page_body(wanted, tables: dict, runs, planned, axes: dict) -> list[str]:
     for r in runs:
         b = axes.get(r["id"], {}).get("block", "-")
         walls.setdefault(b, []).append(r["wall_s"] or 0.0)
+    timed = {b: [x for x in w if x] for b, w in walls.items()}  # a run without a wall time says nothing of the pace
     planned_per = Counter(b for _, b in planned)
     # the rest at the mean a run of its block has taken so far (one lane; a block with no run yet: unknown)
-    rest = {b: per[b] * sum(w) / len(w) for b, w in walls.items() if w and per.get(b)}
+    rest = {b: per.get(b, 0) * sum(w) / len(w) if per.get(b) else 0.0 for b, w in timed.items() if w or not per.get(b)}
     body += ["", "| block | planned | run | wall, all runs [h] | wall per run, min-max [min] | "
              "the rest at that pace [h] |", "|---|---|---|---|---|---|"]
     body += [f"| {b} | {planned_per.get(b, '-')} | {len(w)} | {sum(w) / 3600:.2f} | "

@@ -68,20 +68,26 @@ def _memory_notes(con, run_ids) -> list[str]:
         if r["kernel_flavor"] == "default" and r["patch_set"] in ("mlocked-on-lru", "mlocked-on-lru-kswapd-sleeps"):
             v = sleeping(con, rid)
             if v is not None:
-                key = (r["cpus"], r["nodes"] * r["memory_mib_per_node"], r["topology"], r["timing_mode"])
-                by.setdefault(key, {}).setdefault(r["patch_set"], []).append(v)
-    parts = []
-    for (cpus, mib, topo, mode), k in sorted(by.items()):
-        a, b = k.get("mlocked-on-lru"), k.get("mlocked-on-lru-kswapd-sleeps")
-        if a and b and statistics.mean(a):
-            parts.append(f"{topo} ({cpus} CPUs, {mib} MiB, timing {mode}): {statistics.mean(a):.0f} → "
-                         f"{statistics.mean(b):.0f} % ({100 * (statistics.mean(b) / statistics.mean(a) - 1):+.0f} %)")
-    if len(parts) < 2:
-        return []
+                # one sweep: machines of one shape (CPUs, nodes), timing mode and sleep, memory apart
+                shape = (r["cpus"], r["nodes"], r["timing_mode"], params(con, rid).get("sleep_s"))
+                size = (r["nodes"] * r["memory_mib_per_node"], r["topology"])
+                by.setdefault(shape, {}).setdefault(size, {}).setdefault(r["patch_set"], []).append(v)
     pub = PUBLISHED["000"]["kswapd_sleeping"]
-    return ["the seed's fix by memory size, kswapd CPU while the program sleeps (busiest node, mean), period set → "
-            "+ fix: " + "; ".join(parts) + f" (the seed: {pub[STORM].values[0]:g} → {pub[FIX].values[0]:g} % on "
-            "2 GB; on 3.5 GB the fix \"did not have much effect\")"]
+    out = []
+    for (cpus, nodes, mode, sleep_s), sizes in sorted(by.items(), key=lambda kv: str(kv[0])):
+        parts = []
+        for (mib, topo), k in sorted(sizes.items()):  # smallest memory first
+            a, b = k.get("mlocked-on-lru"), k.get("mlocked-on-lru-kswapd-sleeps")
+            if a and b and statistics.mean(a):
+                parts.append(f"{topo} ({mib} MiB): {statistics.mean(a):.0f} → {statistics.mean(b):.0f} % "
+                             f"({100 * (statistics.mean(b) / statistics.mean(a) - 1):+.0f} %)")
+        if len(parts) >= 2:
+            asleep = f"{sleep_s:g} s asleep" if isinstance(sleep_s, (int, float)) else "the default sleep"
+            out.append(f"the seed's fix by memory size ({cpus} CPUs, {nodes} nodes, timing {mode}, {asleep}), "
+                       "kswapd CPU while the program sleeps (busiest node, mean), period set → + fix: "
+                       + "; ".join(parts) + f" (the seed: {pub[STORM].values[0]:g} → {pub[FIX].values[0]:g} % on "
+                       "2 GB; on 3.5 GB the fix \"did not have much effect\")")
+    return out
 
 
 NEED_PROFILE = "needs a run with the plugin's profile (every timing mode but off; --no-profile turns it off)"
@@ -255,17 +261,23 @@ def _pearson(xs, ys) -> float | None:
 
 def _fork_notes(con, run_ids) -> list[str]:
     out = []
-    by_cpus: dict = {}
+    by: dict = {}
     for rid in run_ids:
-        jobs, work = fig("forkstorm.jobs_per_min")(con, rid), _page_work_us(con, rid)
+        r = run_of(con, rid)
+        if r["kernel_flavor"] != "default":  # lock_stat skews the clock and the profile; MGLRU is another design
+            continue
+        jobs, work, n = fig("forkstorm.jobs_per_min")(con, rid), _page_work_us(con, rid), _jobs(con, rid)
         if jobs is not None and work is not None:
-            by_cpus.setdefault(run_of(con, rid)["cpus"], []).append((jobs, work))
-    for cpus, pts in sorted(by_cpus.items()):
-        r = _pearson([p[0] for p in pts], [p[1] for p in pts])
-        if r is not None:
-            out.append(f"jobs/min against fork and exit page work per job, {cpus} CPUs, {len(pts)} runs of every "
-                       f"kernel together: Pearson r = {r:+.2f} (a job costs what its inherited pages cost to "
-                       "copy and release, whichever kernel)")
+            by.setdefault((r["cpus"], r["topology"], r["timing_mode"]), []).append((jobs, work, work * n))
+    for (cpus, topo, mode), pts in sorted(by.items(), key=lambda kv: str(kv[0])):
+        per_job = _pearson([p[0] for p in pts], [p[1] for p in pts])
+        whole = _pearson([p[0] for p in pts], [p[2] for p in pts])
+        if per_job is not None:
+            out.append(f"jobs/min against fork and exit page work per job, {cpus} CPUs ({topo}, timing {mode}), "
+                       f"{len(pts)} runs of the default kernels together: Pearson r = {per_job:+.2f}; against the "
+                       f"whole run's page work, not per job: r = {whole:+.2f} (a job costs what its inherited pages "
+                       "cost to copy and release, whichever kernel; the whole run's work falling as jobs rise "
+                       "rules out a fixed cost spread over more jobs)")
     for rid in run_ids:
         top = top_symbols(con, rid, dso=KERNEL)
         if top:
@@ -300,7 +312,7 @@ S002 = Seed(
         # 6.1's anon_vma lock is an rwsem: its bounded optimistic spin, apart from the spin locks
         Row("rwsem_spin", "rwsem optimistic spinning (osq_lock, rwsem_optimistic_spin)", "% of kernel",
             cpu_share("osq_lock", "rwsem_optimistic_spin", "rwsem_spin_on_owner", dso=KERNEL), NEED_PROFILE),
-        Row("page_work", "fork and exit page work (" + ", ".join(PAGE_WORK) + ") per job", "us",
+        Row("page_work", "fork and exit page work (" + ", ".join(PAGE_WORK) + "; whole run) per job", "us",
             _page_work_us, NEED_PROFILE),
         Row("kswapd", "kswapd CPU time", "s", fig("forkstorm.kswapd_s")),
         Row("spin_wait", "spin-wait (PAUSE) time, whole run", "CPU-s", _spin_wait_s),
@@ -402,7 +414,14 @@ def _touched(con, rid):
     nothing swapped: a lower bound, like the seed's 'got 90GB without heavy paging')."""
     p, r = params(con, rid), run_of(con, rid)
     s = _swap_start(con, rid)
-    chunks = p.get("chunks", 0) if s is None or s["cycle"] > 0 else s["chunk"] + 1
+    if s is None or s["cycle"] > 0:
+        # a run shortened below memeater's fill (004-zone-reclaim-5: 38 chunks of 1 MiB) that never
+        # swapped bounds nothing: its few MiB would read as "swapped early"
+        if p.get("chunks", 0) * p.get("chunk_mib", 0) < p.get("fill_frac", 0.5) * r["nodes"] * r["memory_mib_per_node"]:
+            return None
+        chunks = p.get("chunks", 0)
+    else:
+        chunks = s["chunk"] + 1
     return chunks * p.get("chunk_mib", 0) / r["memory_mib_per_node"]
 
 
@@ -509,7 +528,7 @@ S004 = Seed(
     "6.1 allocates on other nodes before reclaiming locally; zone-reclaim-auto (mode 1) reclaims clean page "
     "cache on the local node first; zone_reclaim_mode=5 also unmaps the program's pages there into swap (without "
     "mode 2 it writes none to disk), the local paging of Tru64's RADs in 6.1's terms",
-    (Table("fill order, ms per chunk, swap and free memory (one chunk = a quarter node, the seed's 1 GB)",
+    (Table("fill order, time per quarter node (the seed's 1 GB chunk), swap and free memory",
            _memeater_rows, (Headline("touched", "memory touched before swapping began"),)),),
     by_machine=True, param_columns=("zone_reclaim_mode", "cache_frac"))
 

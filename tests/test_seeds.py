@@ -6,6 +6,7 @@ published figures checked against the seed documents' text, repeats as mean
 import json
 import re
 import shutil
+import statistics
 import tomllib
 from pathlib import Path
 
@@ -185,7 +186,7 @@ def build(path: Path) -> dict:
     # the period kernel's third run died (the guest's OOM killer took the sort): said under the table
     add("q_oom", gs8, "qsbench", "allocators-reclaim", [snap("before", 0, oom_kill=0), snap("after", 9000, oom_kill=1)],
         status="failed", reason="experiment exited with status 1")
-    mp = json.dumps({"cpu": 0, "chunk_mib": 16, "chunks": 16, "cycles": 2})
+    mp = json.dumps({"cpu": 0, "chunk_mib": 16, "chunks": 16, "cycles": 2, "fill_frac": 0.125})  # 16 x 16 of 2048 MiB
     add("e_van", gs32, "memeater", "vanilla", memeater_lines(gs32, 16, None), params_json=mp)
     add("e_zra", gs32, "memeater", "zone-reclaim-auto", memeater_lines(gs32, 16, 5), params_json=mp)
     # zone_reclaim_mode=5 on vanilla: a column of its own (a parameter, not a kernel)
@@ -694,7 +695,9 @@ def test_fork_page_work_per_job_and_its_correlation_with_jobs(tmp_path):
     assert [round(seed_tables._page_work_us(ro, r), 6) for r in rids] == [40, 30, 10]
     notes = seed_tables._fork_notes(ro, rids)
     line = next(n for n in notes if n.startswith("jobs/min against fork and exit page work"))
-    assert "8 CPUs, 3 runs" in line and "Pearson r = -0.98" in line
+    assert "8 CPUs (x86-2s, timing detailed), 3 runs" in line and "Pearson r = -0.98" in line
+    # the whole run's page work: 400, 450, 200 us x jobs against 600, 900, 1200 jobs/min
+    assert f"not per job: r = {statistics.correlation([600, 900, 1200], [400, 450, 200]):+.2f}" in line
     # two runs are too few for a correlation
     assert not any(n.startswith("jobs/min against") for n in seed_tables._fork_notes(ro, rids[:2]))
 
@@ -711,10 +714,16 @@ def test_the_seeds_fix_by_memory_size_is_a_note_under_000(tmp_path):
                   patch_set=kernel, run_key=f"{topo.name}-{kernel}", params_json=ml)
             for topo, kernel, share in ((big, "mlocked-on-lru", 0.80), (big, "mlocked-on-lru-kswapd-sleeps", 0.70),
                                         (small, "mlocked-on-lru", 0.80), (small, "mlocked-on-lru-kswapd-sleeps", 0.30))]
+    # the seed's own shape (one node, 2 CPUs): a machine of another shape, no size to set it beside
+    one = T.load("x86-1s-2c")
+    others = [store(con, one, mlockchurn_lines([1000, 1000, 2000, 2600], 0.5) +
+                    [metric("mlockchurn.kswapd_sleeping_busiest", 0.9, "CPU")], experiment="mlockchurn",
+                    patch_set=kernel, run_key=f"one-{kernel}", params_json=ml)
+              for kernel in ("mlocked-on-lru", "mlocked-on-lru-kswapd-sleeps")]
     ro = db.connect(tmp_path / "r.db", readonly=True)
-    [line] = seed_tables._memory_notes(ro, rids)
-    assert ("x86-2s-2x64m (4 CPUs, 128 MiB, timing off): 80 → 30 % (-62 %); "
-            "x86-2s-2x112m (4 CPUs, 224 MiB, timing off): 80 → 70 % (-12 %)") in line
+    [line] = seed_tables._memory_notes(ro, rids + others)
+    assert line.startswith("the seed's fix by memory size (4 CPUs, 2 nodes, timing off, the default sleep)")
+    assert ("x86-2s-2x64m (128 MiB): 80 → 30 % (-62 %); x86-2s-2x112m (224 MiB): 80 → 70 % (-12 %)") in line
     assert "while the program sleeps" in line and "(the seed: 100 → 18 % on 2 GB" in line
     assert seed_tables._memory_notes(ro, rids[:3]) == []  # the fix on one machine only: nothing to set beside
     assert line in seeds.render(ro, "000", rids)
@@ -759,8 +768,12 @@ def test_004s_chunk_times_are_per_quarter_node_whatever_the_chunk(tmp_path):
     one = store(con, gs32, memeater_lines(gs32, 16, None, cycles=1), experiment="memeater", patch_set="vanilla",
                 run_key="one", params_json=json.dumps({"cpu": 0, "chunk_mib": 1, "chunks": 16, "cycles": 1}))
     sixteen = store(con, gs32, memeater_lines(gs32, 16, None, cycles=1), experiment="memeater", patch_set="vanilla",
-                    run_key="sixteen", params_json=json.dumps({"cpu": 0, "chunk_mib": 16, "chunks": 16, "cycles": 1}))
+                    run_key="sixteen", params_json=json.dumps({"cpu": 0, "chunk_mib": 16, "chunks": 16, "cycles": 1,
+                                                               "fill_frac": 0.125}))
     ro = db.connect(tmp_path / "r.db", readonly=True)
     before = seed_tables._ms(True)
     assert before(ro, one) == pytest.approx(16 * before(ro, sixteen))
     assert seed_tables._ms_at_hop(0)(ro, one) == pytest.approx(16 * seed_tables._ms_at_hop(0)(ro, sixteen))
+    # neither swapped: the run that filled what memeater's fill_frac asks bounds the swap point from below
+    # (all it touched, 4 nodes' worth); 16 MiB of a shortened run bounds nothing
+    assert seed_tables._touched(ro, sixteen) == 4.0 and seed_tables._touched(ro, one) is None
