@@ -10,6 +10,7 @@ are in seeds/tables.py; which runs, in seeds/runs.py."""
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import statistics
 import sys
@@ -47,12 +48,36 @@ def _machine(col) -> str:
     return f"{col[0][2]}, {col[0][0]} CPUs{', ' + col[0][3] if col[0][3] else ''}" if col[0] else ""
 
 
+class Agg(tuple):
+    """(value, min, max, runs) over a column's runs, keeping the runs' values
+    (`values`) and how they were combined (`how`) for the power estimate."""
+    def __new__(cls, vals: list, how: str):
+        a = super().__new__(cls, (sum(vals) if how == "sum" else statistics.mean(vals), min(vals), max(vals),
+                                  len(vals)))
+        a.values, a.how = tuple(vals), how
+        return a
+
+
 def _agg(vals: list, how: str):
-    """(value, min, max) over a column's runs; None when no run has it."""
+    """Agg over a column's runs; None when no run has it."""
     vals = [v for v in vals if v is not None]
-    if not vals:
+    return Agg(vals, how) if vals else None
+
+
+# a two-sided test at 5 % with 80 % power: (z_0.975 + z_0.8)^2
+POWER_Z2 = (1.959964 + 0.841621) ** 2
+
+
+def repeats_needed(a, z) -> int | None:
+    """Runs a kernel for a two-sample test to tell a's mean from z's at 5 %
+    with 80 % power, from these runs' pooled spread (normal approximation,
+    2 (z_a/2 + z_b)^2 s^2 / d^2); None when either side has fewer than two
+    runs or is a sum, or when the means are equal."""
+    if not isinstance(a, Agg) or not isinstance(z, Agg) or a.how != "mean" or z.how != "mean" or \
+            a[3] < 2 or z[3] < 2 or a[0] == z[0]:
         return None
-    return (sum(vals) if how == "sum" else statistics.mean(vals), min(vals), max(vals), len(vals))
+    s2 = ((a[3] - 1) * statistics.variance(a.values) + (z[3] - 1) * statistics.variance(z.values)) / (a[3] + z[3] - 2)
+    return max(2, math.ceil(2 * POWER_Z2 * s2 / (a[0] - z[0]) ** 2))
 
 
 def _cell(a, how="mean") -> str:
@@ -265,8 +290,11 @@ def _direction(s, h, row: Row, ours: dict, keys, base, pub: dict) -> list[str]:
                    "ours shows no clear change (under 1 % or within the runs' spread): not the seed's direction"
                    if got == 0 else
                    "same direction as the seed" if got == want else "OPPOSITE to the seed")
+        n = repeats_needed(a, z)
+        power = "" if n is None else f" (repeats a kernel to tell these two apart at 5 % with 80 % power, from " \
+            f"their spread: {n}; {min(a[3], z[3])} here)"
         out.append(Direction(f"direction, {h.label}: ours {pct(a[0], z[0]) or '0.00%'} {pair}{where}; {seed}: "
-                             f"{verdict}", outcome, f"{h.label}, {_kernel(b)}→{_kernel(k)}{where}"))
+                             f"{verdict}{power}", outcome, f"{h.label}, {_kernel(b)}→{_kernel(k)}{where}"))
     return out
 
 

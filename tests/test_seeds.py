@@ -4,6 +4,7 @@ then each seed's table: its rows and units, % against the first kernel, the
 published figures checked against the seed documents' text, repeats as mean
 (min-max), the direction line following our data, and bad input."""
 import json
+import math
 import re
 import shutil
 import statistics
@@ -372,7 +373,9 @@ def test_repeats_give_mean_and_spread(built):
     assert cells(text, "major faults")[1] == "1001 (1000-1002)"
     # the seed's elapsed means differ by 1.2 %, well inside its runs' 198-248 s: no direction to match
     assert re.search(r"^direction, elapsed: ours \+50\.00% .*: the seed shows no clear change", text, re.M)
-    assert re.search(r"^direction, system time: ours \+100\.00% .*: same direction as the seed$", text, re.M)
+    # the repeats agree exactly on each side: two a kernel would tell them apart
+    assert re.search(r"^direction, system time: ours \+100\.00% .*: same direction as the seed \(repeats a kernel to "
+                     r"tell these two apart at 5 % with 80 % power, from their spread: 2; 3 here\)$", text, re.M)
 
 
 def test_direction_line_follows_our_data(built):
@@ -777,3 +780,14 @@ def test_004s_chunk_times_are_per_quarter_node_whatever_the_chunk(tmp_path):
     # neither swapped: the run that filled what memeater's fill_frac asks bounds the swap point from below
     # (all it touched, 4 nodes' worth); 16 MiB of a shortened run bounds nothing
     assert seed_tables._touched(ro, sixteen) == 4.0 and seed_tables._touched(ro, one) is None
+
+
+def test_repeats_needed_to_tell_two_kernels_apart():
+    """The power estimate under a direction line: 2 (z_0.975 + z_0.8)^2 s^2 / d^2
+    runs a kernel from the pooled spread; none from one run or a sum."""
+    agg = seeds.Agg
+    a, z = agg([10.0, 12.0, 14.0], "mean"), agg([15.0, 17.0, 19.0], "mean")  # pooled variance 4, means 5 apart
+    assert seeds.repeats_needed(a, z) == math.ceil(2 * 7.849 * 4 / 25)
+    assert seeds.repeats_needed(a, agg([12.5, 13.0, 13.5], "mean")) > 10  # means 1 apart: many more runs
+    assert seeds.repeats_needed(a, agg([15.0], "mean")) is None
+    assert seeds.repeats_needed(a, agg([1.0, 2.0], "sum")) is None
