@@ -116,7 +116,8 @@ S000 = Seed(
         Row("efficiency", "reclaim efficiency", "%", fig("mlockchurn.reclaim_efficiency", 100)),
         Row("majflt", "major faults", "faults",
             scalar("SELECT SUM(majflt) FROM mlockchurn_chunks WHERE run_id = ?")),
-    ), (Headline("kswapd_steady", "kswapd CPU"), Headline("run_s", "run time"))),
+    ), (Headline("kswapd_steady", "kswapd CPU"), Headline("kswapd_sleeping", "kswapd CPU while the program sleeps"),
+        Headline("run_s", "run time"))),
      Table("profile (seed: gprof samples with the fix; ours: share of the kernel's busy time on the guest clock)", (
          Row("refill_inactive_scan", "refill_inactive_scan (6.1: shrink_active_list)", "%",
              cpu_share("shrink_active_list", "refill_inactive", dso=KERNEL), NEED_PROFILE),
