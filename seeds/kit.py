@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from analysis import compare, profile_report
+from analysis.profile import KERNEL
 
 
 @dataclass(frozen=True)
@@ -58,37 +59,52 @@ class Seed:
 # --- our figures ----------------------------------------------------------------
 class Reading:
     """One table's read of the database: the connection (its execute is
-    all the rows' functions use) and each run's compare.figures, asked once
-    however many rows read them. seeds.render makes one per seed and
-    passes it as `con`; a plain connection works too, uncached."""
+    all the rows' functions use) and each run's figures, profile shares and
+    kernel time, asked once however many rows and notes read them.
+    seeds.render makes one per seed and passes it as `con`; a plain
+    connection works too, uncached."""
 
     def __init__(self, con):
         self.con = con
-        self._figures: dict = {}
-        self._shares: dict = {}
+        self._once: dict = {}
 
     def execute(self, *args):
         return self.con.execute(*args)
 
-    def figures(self, rid) -> dict:
-        if rid not in self._figures:
-            self._figures[rid] = compare.figures(self.con, rid)
-        return self._figures[rid]
+    def once(self, read: Callable, rid):
+        if (read, rid) not in self._once:
+            self._once[read, rid] = read(self.con, rid)
+        return self._once[read, rid]
 
 
-    def shares(self, rid) -> dict:
-        if rid not in self._shares:
-            self._shares[rid] = profile_report.shares(self.con, rid)
-        return self._shares[rid]
+def _once(con, read: Callable, rid):
+    return con.once(read, rid) if isinstance(con, Reading) else read(con, rid)
 
 
 def figs(con, rid) -> dict:
-    return con.figures(rid) if isinstance(con, Reading) else compare.figures(con, rid)
+    return _once(con, compare.figures, rid)
 
 
 def shares(con, rid) -> dict:
     """The run's profile as (symbol, dso) -> % of CPU time, read once per table."""
-    return con.shares(rid) if isinstance(con, Reading) else profile_report.shares(con, rid)
+    return _once(con, profile_report.shares, rid)
+
+
+def _kernel_ps(con, rid) -> dict[str, tuple[int, int]]:
+    rows = con.execute("SELECT symbol, SUM(time_ps), SUM(pause_ps) FROM profile_symbols WHERE run_id = ? AND dso = ? "
+                       "GROUP BY symbol", (rid, KERNEL)).fetchall()
+    return {r[0]: (r[1] or 0, r[2] or 0) for r in rows}
+
+
+def kernel_ps(con, rid) -> dict[str, tuple[int, int]]:
+    """The run's kernel symbols on the guest clock: symbol -> (time, of it
+    spin-waiting in PAUSE), in ps, all CPUs and phases; {} without a profile."""
+    return _once(con, _kernel_ps, rid)
+
+
+def disk(r) -> str:
+    """A run's disk model by name ("cheetah-15k4: 5500/6000 us ..." -> cheetah-15k4); '' if none."""
+    return (r["disk_model"] or "").split(":")[0]
 
 
 def fig(name: str, scale: float = 1.0) -> Callable:

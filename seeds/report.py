@@ -18,9 +18,9 @@ from collections import Counter
 
 from analysis import db, pages
 from analysis.compare import _fmt, pct
-from seeds.kit import Reading, Row, run_of
+from seeds.kit import Reading, Row, disk, run_of
 from seeds.published import PUBLISHED, Pub
-from seeds.runs import SeedError, column, disk, failed_runs, seed_of, select_runs
+from seeds.runs import SeedError, column, failed_runs, seed_of, select_runs
 from seeds.tables import SEEDS
 from timing import modes
 
@@ -29,15 +29,15 @@ MGLRU = "mglru"  # the kernel flavor with the multi-generational LRU on (images/
 
 
 # --- the table ----------------------------------------------------------------------------
-def _kernel(col) -> str:
-    """A column's kernel: the patch set, its own parameters, a flavor other than the default."""
-    return col[5][1] + "".join(f", {p}" for p in col[5][2]) + (f" ({col[2]})" if col[2] != "default" else "")
-
-
 def _stands_as(col) -> str:
     """A column's kernel as the seed's stands_for names it: the patch set and
     its own parameters (004: "vanilla, zone_reclaim_mode=5"), the flavor apart."""
     return col[5][1] + "".join(f", {p}" for p in col[5][2])
+
+
+def _kernel(col) -> str:
+    """A column's kernel: _stands_as and a flavor other than the default."""
+    return _stands_as(col) + (f" ({col[2]})" if col[2] != "default" else "")
 
 
 def _label(col) -> str:
@@ -401,16 +401,19 @@ def _page_body(wanted, tables: dict, runs, planned, axes: dict) -> list[str]:
     for r in runs:
         b = axes.get(r["id"], {}).get("block", "-")
         walls.setdefault(b, []).append(r["wall_s"] or 0.0)
-    timed = {b: [x for x in w if x] for b, w in walls.items()}  # a run without a wall time says nothing of the pace
     planned_per = Counter(b for _, b in planned)
-    # the rest at the mean a run of its block has taken so far (one lane; a block with no run yet: unknown)
-    rest = {b: per.get(b, 0) * sum(w) / len(w) if per.get(b) else 0.0 for b, w in timed.items() if w or not per.get(b)}
+    # the rest at the mean a run of its block has taken so far (one lane): nothing left is 0, a block whose
+    # runs have no wall time is unknown (a run without one says nothing of the pace)
+    rest = {}
+    for b, w in walls.items():
+        timed = [x for x in w if x]
+        if not per.get(b) or timed:
+            rest[b] = per.get(b, 0) * sum(timed) / len(timed) if per.get(b) else 0.0
     body += ["", "| block | planned | run | wall, all runs [h] | wall per run, min-max [min] | "
              "the rest at that pace [h] |", "|---|---|---|---|---|---|"]
     body += [f"| {b} | {planned_per.get(b, '-')} | {len(w)} | {sum(w) / 3600:.2f} | "
-             f"{min(w) / 60:.1f}-{max(w) / 60:.1f} | {rest[b] / 3600:.2f} |" if b in rest else
-             f"| {b} | {planned_per.get(b, '-')} | {len(w)} | {sum(w) / 3600:.2f} | "
-             f"{min(w) / 60:.1f}-{max(w) / 60:.1f} | - |" for b, w in sorted(walls.items())]
+             f"{min(w) / 60:.1f}-{max(w) / 60:.1f} | {f'{rest[b] / 3600:.2f}' if b in rest else '-'} |"
+             for b, w in sorted(walls.items())]
     total = sum(sum(w) for w in walls.values())
     unknown = sum(n for b, n in per.items() if b not in rest)
     body.append(f"| all | {len(planned)} | {len(runs)} | {total / 3600:.2f} | | {sum(rest.values()) / 3600:.2f}"

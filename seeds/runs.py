@@ -12,7 +12,7 @@ from pathlib import Path
 
 import experiments
 from analysis import studyfile
-from seeds.kit import run_of
+from seeds.kit import disk, run_of
 from seeds.tables import SEEDS
 from timing import modes
 
@@ -81,11 +81,6 @@ def _default(experiment: str, name: str):
     """The experiment's default for a parameter ("kernel" for a knob left to the kernel)."""
     p = experiments.load(experiment).params.get(name)
     return p.default if p is not None else None
-
-
-def disk(r) -> str:
-    """A run's disk model by name ("cheetah-15k4: 5500/6000 us ..." -> cheetah-15k4); '' if none."""
-    return (r["disk_model"] or "").split(":")[0]
 
 
 def _matching(con, seed: str, study_id: int | None, status: str) -> list:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import json
 import statistics
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,7 +24,9 @@ from seeds.kit import (
     Table,
     cpu_share,
     delta,
+    disk,
     fig,
+    kernel_ps,
     kswapd_busiest,
     lock_contentions,
     minus,
@@ -247,11 +248,8 @@ def _page_work_us(con, rid):
     """Guest CPU microseconds in fork's and exit's page work (PAGE_WORK, the
     whole run's profile) per job of the storm: what a job costs apart from
     locks, and what the kernels' jobs/min follows (the notes' correlation)."""
-    n = _jobs(con, rid)
-    q = ("SELECT SUM(time_ps) FROM profile_symbols WHERE run_id = ? AND dso = ? AND symbol IN "
-         f"({', '.join('?' * len(PAGE_WORK))})")
-    ps = con.execute(q, (rid, KERNEL, *PAGE_WORK)).fetchone()[0]
-    return None if not n or ps is None else ps / 1e6 / n
+    n, ks = _jobs(con, rid), kernel_ps(con, rid)
+    return None if not n or not ks else sum(ks.get(x, (0, 0))[0] for x in PAGE_WORK) / 1e6 / n
 
 
 def _pearson(xs, ys) -> float | None:
@@ -328,21 +326,6 @@ def _qs_busy(con, rid):
     return None if u is None or s is None else u + s
 
 
-def _kernel_ms(con, rid) -> tuple[dict, float]:
-    """The run's kernel CPU time per symbol and its spin-wait (PAUSE) part,
-    in guest ms, from its profile ({} and 0 without one)."""
-    rows = con.execute("SELECT symbol, SUM(time_ps), SUM(pause_ps) FROM profile_symbols WHERE run_id = ? AND dso = ? "
-                       "GROUP BY symbol", (rid, KERNEL)).fetchall()
-    return {r[0]: r[1] / 1e9 for r in rows}, sum(r[2] or 0 for r in rows) / 1e9
-
-
-def _pause_cycles(r) -> int | None:
-    try:
-        return int(tomllib.loads(r["topology_toml"] or "").get("cpu", {}).get("pause_cycles", 1))
-    except tomllib.TOMLDecodeError:
-        return None
-
-
 def _qs_notes(con, run_ids, top: int = 5) -> list[str]:
     """Where the period set's extra system time goes, machine by machine: the
     kernel symbols whose CPU time on the guest clock grew most from vanilla
@@ -353,11 +336,12 @@ def _qs_notes(con, run_ids, top: int = 5) -> list[str]:
         r = run_of(con, rid)
         if r["kernel_flavor"] != "default" or r["patch_set"] not in ("vanilla", "allocators-reclaim"):
             continue
-        ms, pause = _kernel_ms(con, rid)
-        if ms:
-            dsk = (r["disk_model"] or "").split(":")[0]
-            by.setdefault((r["topology"], dsk, r["timing_mode"], _pause_cycles(r)), {}).setdefault(
-                r["patch_set"], []).append((ms, pause))
+        ks = kernel_ps(con, rid)
+        if ks:
+            ms, pause = {x: t / 1e9 for x, (t, _) in ks.items()}, sum(p for _, p in ks.values()) / 1e9
+            topo = _topology(r["topology"], r["topology_toml"])
+            by.setdefault((r["topology"], disk(r), r["timing_mode"], topo.pause_cycles if topo else None), {}
+                          ).setdefault(r["patch_set"], []).append((ms, pause))
     out = []
     for (topo, dsk, mode, pause_cycles), k in sorted(by.items(), key=lambda kv: str(kv[0])):
         van, per = k.get("vanilla"), k.get("allocators-reclaim")
