@@ -153,6 +153,15 @@ def add_study(con, name: str, entries: list[tuple[int, dict]]) -> int:
     return sid
 
 
+def profile(con, rid, symbols) -> None:
+    """The run's profile on the guest clock: (symbol, dso, time_ps[, pause_ps]) on CPU 0, phase 0."""
+    with con:
+        insert(con, "profile_symbols", [
+            {"run_id": rid, "cpu": 0, "phase": 0, "phase_name": None, "phase_instance": None, "symbol": x[0],
+             "dso": x[1], "insns": 1, "insn_ps": 0, "core_ps": 0, "mem_ps": 0, "lock_ps": 0, "fetch_ps": 0,
+             "pause_ps": x[3] if len(x) > 3 else 0, "pauses": 0, "time_ps": x[2]} for x in symbols])
+
+
 def build(path: Path) -> dict:
     con = db.connect(path)
     gs8, gs32, x2 = T.load("gs1280-8"), T.load("gs1280-32"), T.load("x86-2s")
@@ -214,15 +223,10 @@ def build(path: Path) -> dict:
     # a detailed-timing forkstorm run: its modeled stall per kernel symbol
     ids["f_timed"] = store(con, x2, forkstorm_lines(0.9, 800), experiment="forkstorm", patch_set="rmap-lock-blocking",
                            timing_mode="detailed", run_key="f_timed")
-    with con:
-        # the profile on the guest clock: kernel time per symbol, and a program's (left out of "% of kernel")
-        insert(con, "profile_symbols", [
-            {"run_id": ids["f_timed"], "cpu": 0, "phase": 0, "phase_name": None, "phase_instance": None,
-             "symbol": s, "dso": dso, "insns": 1, "insn_ps": ps, "core_ps": 0, "mem_ps": 0, "lock_ps": 0,
-             "fetch_ps": 0, "pause_ps": 0, "pauses": 0, "time_ps": ps} for s, dso, ps in (
-                ("native_queued_spin_lock_slowpath", KERNEL, 600), ("_raw_spin_lock", KERNEL, 150),
-                ("page_vma_mapped_walk", KERNEL, 100), ("clear_page_erms", KERNEL, 150),
-                ("main", "forkstorm", 5000))])
+    # the profile on the guest clock: kernel time per symbol, and a program's (left out of "% of kernel")
+    profile(con, ids["f_timed"], (("native_queued_spin_lock_slowpath", KERNEL, 600), ("_raw_spin_lock", KERNEL, 150),
+                                  ("page_vma_mapped_walk", KERNEL, 100), ("clear_page_erms", KERNEL, 150),
+                                  ("main", "forkstorm", 5000)))
     con.close()
     return ids
 
@@ -684,15 +688,10 @@ def test_fork_page_work_per_job_and_its_correlation_with_jobs(tmp_path):
         rid = store(con, x2, lines, experiment="forkstorm", patch_set="vanilla", timing_mode="detailed",
                     run_key=f"f{i}")
         jobs = rate / 60
-        with con:
-            insert(con, "profile_symbols", [
-                {"run_id": rid, "cpu": 0, "phase": 0, "phase_name": None, "phase_instance": None, "symbol": s,
-                 "dso": dso, "insns": 1, "insn_ps": 0, "core_ps": 0, "mem_ps": 0, "lock_ps": 0, "fetch_ps": 0,
-                 "pause_ps": 0, "pauses": 0, "time_ps": ps} for s, dso, ps in (
-                    ("copy_page_range", KERNEL, work_us * jobs * 1e6 / 2),
-                    ("release_pages", KERNEL, work_us * jobs * 1e6 / 2),
-                    ("copy_page_range", "forkstorm", 7e9),  # a program's symbol of the same name: not counted
-                    ("_raw_spin_lock", KERNEL, 5e9))])
+        profile(con, rid, (("copy_page_range", KERNEL, work_us * jobs * 1e6 / 2),
+                           ("release_pages", KERNEL, work_us * jobs * 1e6 / 2),
+                           ("copy_page_range", "forkstorm", 7e9),  # a program's symbol of the same name: not counted
+                           ("_raw_spin_lock", KERNEL, 5e9)))
         rids.append(rid)
     ro = db.connect(tmp_path / "r.db", readonly=True)
     assert [round(seed_tables._page_work_us(ro, r), 6) for r in rids] == [40, 30, 10]
@@ -744,15 +743,10 @@ def test_where_the_period_sets_kernel_time_goes_is_a_note_per_machine(tmp_path):
                                (m1, "vanilla", (0, 0))):
         rid = store(con, topo, qsbench_lines(6.0, 1.0, 10.0, 1000, 1.0), experiment="qsbench", patch_set=kernel,
                     timing_mode="detailed", run_key=f"q{len(rids)}")
-        with con:
-            insert(con, "profile_symbols", [
-                {"run_id": rid, "cpu": 0, "phase": 0, "phase_name": None, "phase_instance": None, "symbol": s,
-                 "dso": dso, "insns": 1, "insn_ps": 0, "core_ps": 0, "mem_ps": 0, "lock_ps": 0, "fetch_ps": 0,
-                 "pause_ps": pause, "pauses": 0, "time_ps": ms * 1e9} for s, dso, ms, pause in (
-                    ("shrink_folio_list", KERNEL, 1000 + grow[0], 0),
-                    ("_raw_spin_lock", KERNEL, 200 + grow[1], grow[1] * 0.5e9),
-                    ("clear_page_erms", KERNEL, 50, 0),
-                    ("qsort", "qsbench", 9000 + grow[0], 0))])  # the program's: not kernel time
+        profile(con, rid, (("shrink_folio_list", KERNEL, (1000 + grow[0]) * 1e9),
+                           ("_raw_spin_lock", KERNEL, (200 + grow[1]) * 1e9, grow[1] * 0.5e9),
+                           ("clear_page_erms", KERNEL, 50e9),
+                           ("qsort", "qsbench", (9000 + grow[0]) * 1e9)))  # the program's: not kernel time
         rids.append(rid)
     ro = db.connect(tmp_path / "r.db", readonly=True)
     [line] = seed_tables._qs_notes(ro, rids)
