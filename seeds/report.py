@@ -384,6 +384,12 @@ def _page_body(wanted, tables: dict, runs, planned, axes: dict) -> list[str]:
     what of the campaign is still to run, and the runs with their keys."""
     shown = {r["run_key"] for r in runs}
     todo = [(k, b) for k, b in planned if k not in shown]
+    # a run's block: its study row's, else the plan's for its key (a run made by ./run.py with the
+    # block's spec and merged in has the key, not the study row)
+    of_key = dict(planned)
+
+    def block(r) -> str:
+        return axes.get(r["id"], {}).get("block") or of_key.get(r["run_key"], "-")
     body = []
     for x in wanted:
         body += ["", f"## Seed {x}", ""]
@@ -399,7 +405,7 @@ def _page_body(wanted, tables: dict, runs, planned, axes: dict) -> list[str]:
     # what the runs cost this host, block by block: the campaign's wall time so far, and what a run takes
     walls: dict = {}
     for r in runs:
-        b = axes.get(r["id"], {}).get("block", "-")
+        b = block(r)
         walls.setdefault(b, []).append(r["wall_s"] or 0.0)
     planned_per = Counter(b for _, b in planned)
     # the rest at the mean a run of its block has taken so far (one lane): nothing left is 0, a block whose
@@ -420,7 +426,7 @@ def _page_body(wanted, tables: dict, runs, planned, axes: dict) -> list[str]:
                 + (f" and {unknown} runs of blocks with none yet" if unknown else "") + " |")
     body += ["", "## The runs", "", "| run | block | machine | kernel | flavor | repeat | key |",
              "|---|---|---|---|---|---|---|"]
-    body += [f"| {r['id']} | {axes.get(r['id'], {}).get('block', '-')} | {r['topology']} | {r['patch_set']} | "
+    body += [f"| {r['id']} | {block(r)} | {r['topology']} | {r['patch_set']} | "
              f"{r['kernel_flavor']} | {axes.get(r['id'], {}).get('repeat', '-')} | "
              f"`{(r['run_key'] or '-')[:KEY_CHARS]}` |" for r in sorted(runs, key=lambda r: r["id"])]
     return body

@@ -618,6 +618,26 @@ def test_the_page_lists_its_runs_keys_and_counts_what_the_campaign_has_not_run(b
     assert row.endswith(f" | {sum(w) / len(w) / 3600:.2f} |")
 
 
+def test_a_planned_run_made_outside_the_study_counts_in_its_block(built, tmp_path):
+    """A run made by ./run.py with a block's spec and merged into the
+    campaign's database has the block's key but no study row naming the
+    block: the page puts it in that block (by its key), not in one of its
+    own."""
+    path, ids, con = built
+    shown = seed_runs.select_runs(con, "001", ids["study"])
+    keys = {i: con.execute("SELECT run_key FROM runs WHERE id = ?", (i,)).fetchone()[0] for i in shown}
+    loose = tmp_path / "loose.db"
+    shutil.copy(path, loose)
+    with db.connect(loose) as rw:
+        rw.execute("UPDATE study_runs SET axes_json = '{}' WHERE run_id = ?", (shown[0],))
+    page = tmp_path / "seeds.md"
+    assert seeds.print_tables(str(loose), ["001"], ids["study"], page=(page, "CMD"),
+                              planned=[(k, "001") for k in keys.values()]) == 0
+    listed = dict(re.findall(r"^\| (\d+) \| ([^|]+) \|", page.read_text(), re.M))
+    assert listed[str(shown[0])].strip() == "001"
+    assert not any(line.startswith("| - |") for line in page.read_text().splitlines())
+
+
 def test_seeds_command_runs_every_block_of_a_seed(monkeypatch, tmp_path, capsys):
     """`./run.py seeds 004` asks the study runner for 004's blocks ("004" and
     "004-..."), then prints the tables of that study; a seed without a block
