@@ -5,6 +5,7 @@ own table beside its published figures (seeds/report.py)."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -54,7 +55,10 @@ def main(argv: list[str]) -> int:
         from pipeline.spec import InputError
         names = [n for sd in a.seeds for n in seed_runs.block_names(SEEDS_STUDY.read_text(), sd)] or None
         try:
-            planned = [(r.key, r.axes.get("block")) for r in study.load(SEEDS_STUDY, groups=names).runs]
+            # a run's kind: what it runs but its repeat (the page costs the rest at each kind's pace)
+            planned = [(r.key, r.axes.get("block"), json.dumps({k: v for k, v in r.axes.items() if k != "repeat"},
+                                                             sort_keys=True, default=str))
+                       for r in study.load(SEEDS_STUDY, groups=names).runs]
         except InputError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2

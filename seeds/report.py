@@ -14,10 +14,10 @@ import math
 import sqlite3
 import statistics
 import sys
-from collections import Counter
 
 from analysis import db, pages
 from analysis.compare import _fmt, pct
+from seeds import campaign
 from seeds.kit import Reading, Row, disk, run_of
 from seeds.published import PUBLISHED, Pub
 from seeds.runs import SeedError, column, failed_runs, seed_of, select_runs
@@ -330,7 +330,8 @@ def print_tables(dbpath: str, seeds: list[str], study: int | None = None, page=N
     the latest; bad input is one line on stderr and 2. page: (path, the
     command that makes it): the tables also become a results page, where a
     seed without runs yet is a section saying so. planned: the campaign as
-    this checkout defines it ([(run key, block)], pipeline/seedscli.py): the
+    this checkout defines it ([(run key, block, kind)], pipeline/seedscli.py;
+    seeds/campaign.py): the
     page lists the key of every run it shows and counts those not run yet,
     so a page the checkout would no longer make is seen as stale."""
     try:
@@ -383,10 +384,10 @@ def _page_body(wanted, tables: dict, runs, planned, axes: dict) -> list[str]:
     """The page's sections: each seed's table (or that it has no run yet),
     what of the campaign is still to run, and the runs with their keys."""
     shown = {r["run_key"] for r in runs}
-    todo = [(k, b) for k, b in planned if k not in shown]
+    todo = [p for p in planned if p[0] not in shown]
     # a run's block: its study row's, else the plan's for its key (a run made by ./run.py with the
     # block's spec and merged in has the key, not the study row)
-    of_key = dict(planned)
+    of_key = {p[0]: p[1] for p in planned}
 
     def block(r) -> str:
         return axes.get(r["id"], {}).get("block") or of_key.get(r["run_key"], "-")
@@ -396,34 +397,8 @@ def _page_body(wanted, tables: dict, runs, planned, axes: dict) -> list[str]:
         if x in tables:
             body += ["```", tables[x].rstrip(), "```"]
         else:
-            body.append(f"No run of this seed yet: {sum(1 for _, b in todo if _seed(b) == x)} planned.")
-    body += ["", "## The campaign", ""]
-    per = Counter(b for _, b in todo)
-    body.append(f"{len(planned) - len(todo)} of the {len(planned)} runs `studies/seeds.toml` plans at this checkout "
-                f"are on this page; to run: {len(todo)}"
-                + (" (" + ", ".join(f"{b}: {n}" for b, n in per.items()) + ")" if todo else "") + ".")
-    # what the runs cost this host, block by block: the campaign's wall time so far, and what a run takes
-    walls: dict = {}
-    for r in runs:
-        b = block(r)
-        walls.setdefault(b, []).append(r["wall_s"] or 0.0)
-    planned_per = Counter(b for _, b in planned)
-    # the rest at the mean a run of its block has taken so far (one lane): nothing left is 0, a block whose
-    # runs have no wall time is unknown (a run without one says nothing of the pace)
-    rest = {}
-    for b, w in walls.items():
-        timed = [x for x in w if x]
-        if not per.get(b) or timed:
-            rest[b] = per.get(b, 0) * sum(timed) / len(timed) if per.get(b) else 0.0
-    body += ["", "| block | planned | run | wall, all runs [h] | wall per run, min-max [min] | "
-             "the rest at that pace [h] |", "|---|---|---|---|---|---|"]
-    body += [f"| {b} | {planned_per.get(b, '-')} | {len(w)} | {sum(w) / 3600:.2f} | "
-             f"{min(w) / 60:.1f}-{max(w) / 60:.1f} | {f'{rest[b] / 3600:.2f}' if b in rest else '-'} |"
-             for b, w in sorted(walls.items())]
-    total = sum(sum(w) for w in walls.values())
-    unknown = sum(n for b, n in per.items() if b not in rest)
-    body.append(f"| all | {len(planned)} | {len(runs)} | {total / 3600:.2f} | | {sum(rest.values()) / 3600:.2f}"
-                + (f" and {unknown} runs of blocks with none yet" if unknown else "") + " |")
+            body.append(f"No run of this seed yet: {sum(1 for p in todo if _seed(p[1]) == x)} planned.")
+    body += ["", "## The campaign", ""] + campaign.section(runs, planned, block)
     body += ["", "## The runs", "", "| run | block | machine | kernel | flavor | repeat | key |",
              "|---|---|---|---|---|---|---|"]
     body += [f"| {r['id']} | {block(r)} | {r['topology']} | {r['patch_set']} | "

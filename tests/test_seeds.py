@@ -618,6 +618,31 @@ def test_the_page_lists_its_runs_keys_and_counts_what_the_campaign_has_not_run(b
     assert row.endswith(f" | {sum(w) / len(w) / 3600:.2f} |")
 
 
+def test_the_rest_of_a_block_is_costed_at_the_pace_of_each_runs_kind():
+    """A block whose kernels cost very different wall times (000 on gs1280-8:
+    vanilla minutes, the period set's storm an hour) is costed run by run at
+    its kind's mean, not at the block's: two slow runs to do cost two slow
+    runs, and a kind with nothing done yet falls back to the block's mean."""
+    from seeds import campaign
+    runs = [{"run_key": "a0", "wall_s": 600.0, "b": "000-g"}, {"run_key": "a1", "wall_s": 300.0, "b": "000-g"},
+            {"run_key": "s0", "wall_s": 3600.0, "b": "000-g"}, {"run_key": "x0", "wall_s": 60.0, "b": "002"}]
+    fast, slow, new = "vanilla", "mlocked-on-lru", "mlocked-on-lru-kswapd-sleeps"
+    planned = [("a0", "000-g", fast), ("a1", "000-g", fast), ("a2", "000-g", fast),
+               ("s0", "000-g", slow), ("s1", "000-g", slow), ("s2", "000-g", slow),
+               ("n0", "000-g", new), ("x0", "002", "x")]
+    lines = campaign.section(runs, planned, lambda r: r["b"])
+    row = next(x for x in lines if x.startswith("| 000-g |"))
+    # a2 at vanilla's 450 s, s1 and s2 at the storm's 3600 s, n0 at the block's mean (1500 s)
+    assert row == f"| 000-g | 7 | 3 | 1.25 | 5.0-60.0 | {(450 + 2 * 3600 + 1500) / 3600:.2f} |"
+    # the old way, every run at the block's mean, would say 4 x 1500 s
+    assert f"{4 * 1500 / 3600:.2f} |" not in row
+    assert next(x for x in lines if x.startswith("| 002 |")).endswith(" | 0.00 |")
+    assert any("3 of 4" in x for x in lines)  # how many were costed by their kind
+    # without kinds (key, block), the block's mean as before
+    plain = campaign.section(runs, [p[:2] for p in planned], lambda r: r["b"])
+    assert next(x for x in plain if x.startswith("| 000-g |")).endswith(f" | {4 * 1500 / 3600:.2f} |")
+
+
 def test_a_planned_run_made_outside_the_study_counts_in_its_block(built, tmp_path):
     """A run made by ./run.py with a block's spec and merged into the
     campaign's database has the block's key but no study row naming the
