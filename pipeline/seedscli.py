@@ -5,7 +5,6 @@ own table beside its published figures (seeds/report.py)."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -40,9 +39,9 @@ def main(argv: list[str]) -> int:
     dbpath = Path(a.db).resolve()
     from seeds import report as seeds, runs as seed_runs
     sid = None
+    # a seed's blocks: "004" and any "004-..." (runs that are not a kernel x machine product)
+    groups = [n for sd in a.seeds for n in seed_runs.block_names(SEEDS_STUDY.read_text(), sd)] or None
     if not a.table_only:
-        # a seed's blocks: "004" and any "004-..." (runs that are not a kernel x machine product)
-        groups = [n for sd in a.seeds for n in seed_runs.block_names(SEEDS_STUDY.read_text(), sd)] or None
         if a.seeds and not groups:
             print(f"error: studies/seeds.toml: no [[matrix]] block for seed(s) {' '.join(a.seeds)}", file=sys.stderr)
             return 2
@@ -53,12 +52,11 @@ def main(argv: list[str]) -> int:
     if a.page:  # the campaign as this checkout plans it: the page counts what of it is not run yet
         from pipeline import study
         from pipeline.spec import InputError
-        names = [n for sd in a.seeds for n in seed_runs.block_names(SEEDS_STUDY.read_text(), sd)] or None
         try:
             # a run's kind: what it runs but its repeat (the page costs the rest at each kind's pace)
-            planned = [(r.key, r.axes.get("block"), json.dumps({k: v for k, v in r.axes.items() if k != "repeat"},
-                                                             sort_keys=True, default=str))
-                       for r in study.load(SEEDS_STUDY, groups=names).runs]
+            planned = [(r.key, r.axes.get("block"), tuple(sorted((k, str(v)) for k, v in r.axes.items()
+                                                                 if k != "repeat")))
+                       for r in study.load(SEEDS_STUDY, groups=groups).runs]
         except InputError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2

@@ -12,11 +12,16 @@ from __future__ import annotations
 from collections import Counter
 
 
+def not_run(runs, planned) -> list:
+    """The planned runs the page does not show (no run row with their key)."""
+    shown = {r["run_key"] for r in runs}
+    return [p for p in planned if p[0] not in shown]
+
+
 def section(runs, planned, block_of) -> list[str]:
     """The page's lines under "## The campaign". runs: the page's run rows
     (run_key, wall_s); block_of(row): the block a row belongs to."""
-    shown = {r["run_key"] for r in runs}
-    todo = [p for p in planned if p[0] not in shown]
+    todo = not_run(runs, planned)
     kind = {p[0]: (p[1], p[2]) for p in planned if len(p) > 2}
     per = Counter(p[1] for p in todo)
     out = [f"{len(planned) - len(todo)} of the {len(planned)} runs `studies/seeds.toml` plans at this checkout "
@@ -33,14 +38,14 @@ def section(runs, planned, block_of) -> list[str]:
     planned_per = Counter(p[1] for p in planned)
     # the rest, run by run: at its kind's mean so far, else its block's (one lane); nothing left is 0, a
     # block with no timed run leaves its runs unknown
+    timed = {b: [x for x in w if x] for b, w in walls.items()}
     rest: dict = {}
     by_kind = 0
     for p in todo:
-        mine = kind_walls.get(kind.get(p[0]), [])
-        block = [x for x in walls.get(p[1], []) if x]
-        if mine or block:
-            rest[p[1]] = rest.get(p[1], 0.0) + sum(mine or block) / len(mine or block)
-            by_kind += bool(mine)
+        pace = kind_walls.get(kind.get(p[0])) or timed.get(p[1])
+        if pace:
+            rest[p[1]] = rest.get(p[1], 0.0) + sum(pace) / len(pace)
+            by_kind += kind.get(p[0]) in kind_walls
     for b in walls:
         if not per.get(b):
             rest[b] = 0.0

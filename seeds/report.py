@@ -383,8 +383,7 @@ def _axes(con, ids) -> dict[int, dict]:
 def _page_body(wanted, tables: dict, runs, planned, axes: dict) -> list[str]:
     """The page's sections: each seed's table (or that it has no run yet),
     what of the campaign is still to run, and the runs with their keys."""
-    shown = {r["run_key"] for r in runs}
-    todo = [p for p in planned if p[0] not in shown]
+    todo = campaign.not_run(runs, planned)
     # a run's block: its study row's, else the plan's for its key (a run made by ./run.py with the
     # block's spec and merged in has the key, not the study row)
     of_key = {p[0]: p[1] for p in planned}
