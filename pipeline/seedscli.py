@@ -13,11 +13,13 @@ SEEDS_STUDY = REPO / "studies" / "seeds.toml"
 
 
 def parser() -> argparse.ArgumentParser:
+    from pipeline import studycli
     p = argparse.ArgumentParser(prog="./run.py seeds", description=(
         "Run the seeds' reproducers with their kernels (studies/seeds.toml) and print each seed's table: "
         "the seed's rows and units, a column per kernel with % against the first, and the seed's published "
         "figures beside ours."))
-    p.add_argument("seeds", nargs="*", help="000 001 002 003 004 (default: all five)")
+    p.add_argument("seeds", nargs="*", help="000 001 002 003 004 (default: all five), or one block of a seed's "
+                   "(004-cache: its runs only; the table is still the seed's)")
     from analysis import db
     db.add_option(p)
     p.add_argument("--workers", type=int, default=None, help="local pool size (default: one per core)")
@@ -30,6 +32,7 @@ def parser() -> argparse.ArgumentParser:
                    "snapshot (another study; the tables show one start per column)")
     p.add_argument("--page", metavar="FILE", help="also write the tables as a Markdown results page (e.g. "
                                                   "docs/results/seeds.md) saying how the runs were produced")
+    studycli.add_archive(p)
     return p
 
 
@@ -46,7 +49,11 @@ def main(argv: list[str]) -> int:
             print(f"error: studies/seeds.toml: no [[matrix]] block for seed(s) {' '.join(a.seeds)}", file=sys.stderr)
             return 2
         sid, _ = studycli.run(SEEDS_STUDY, dbpath, groups=groups, workers=a.workers, dask=a.dask, report=False,
-                              topologies=a.topology, boot=a.boot)
+                              topologies=a.topology, boot=a.boot, archive=a.archive)
+    elif a.archive:  # the folder and the database made one: what each lacks, from the other
+        from pipeline import study
+        studycli.load_archive(dbpath, a.archive)
+        studycli.save_archive(dbpath, a.archive, {r.key for r in study.load(SEEDS_STUDY).runs})
     command = " ".join(["./run.py seeds", *a.seeds, "--table-only", f"--db {a.db}", f"--page {a.page}"])
     planned = None
     if a.page:  # the campaign as this checkout plans it: the page counts what of it is not run yet
@@ -60,4 +67,5 @@ def main(argv: list[str]) -> int:
         except InputError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
-    return seeds.print_tables(str(dbpath), a.seeds, sid, page=a.page and (Path(a.page), command), planned=planned)
+    tables = list(dict.fromkeys(s.split("-")[0] for s in a.seeds))  # a block's seed: its table
+    return seeds.print_tables(str(dbpath), tables, sid, page=a.page and (Path(a.page), command), planned=planned)

@@ -31,7 +31,44 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-report", action="store_true", help="do not write the report at the end")
     p.add_argument("--boot", action="store_true", help="every run boots instead of restoring the machine's "
                    "snapshot after boot (recorded as the study \"NAME (booted)\")")
+    add_archive(p)
     return p
+
+
+def add_archive(p) -> None:
+    p.add_argument("--archive", metavar="DIR", help="a folder of the campaign's runs, one file each "
+                   "(pipeline/archive.py): merged into --db before anything runs, and every run of the study's keys "
+                   "the folder lacks written to it after (and on Ctrl-C), so a campaign kept in a repository goes on "
+                   "from another machine")
+
+
+def load_archive(dbpath: Path, folder: str | None) -> None:
+    """Merge the folder's runs into the database; bad folder or file: one line, exit 2."""
+    if not folder:
+        return
+    from analysis import db
+    from pipeline import archive
+    con = db.connect(dbpath)
+    try:
+        n = archive.load(con, dbpath, Path(folder))
+    except archive.ArchiveError as e:
+        fail(f"--archive: {e}")
+    finally:
+        con.close()
+    print(f"archive {folder}: {n} run(s) merged into {dbpath.name}", file=sys.stderr)
+
+
+def save_archive(dbpath: Path, folder: str | None, keys: set[str]) -> None:
+    if not folder or not dbpath.exists():
+        return
+    from analysis import db
+    from pipeline import archive
+    con = db.connect(dbpath)
+    try:
+        n = len(archive.export(con, Path(folder), keys))
+    finally:
+        con.close()
+    print(f"archive {folder}: {n} new run file(s)", file=sys.stderr)
 
 
 def prebuild(todo) -> None:
@@ -90,7 +127,7 @@ class Progress:
 
 
 def run(study_path, dbpath: Path, groups=None, workers=None, dask=None, retries=2, rerun=False,
-        report=True, topologies=None, boot=False) -> tuple[int, bool]:
+        report=True, topologies=None, boot=False, archive=None) -> tuple[int, bool]:
     """Load, run what is missing, print the tally (and write the report);
     (study id, every run ok). Bad input exits 2 before anything runs."""
     from analysis import db
@@ -116,13 +153,16 @@ def run(study_path, dbpath: Path, groups=None, workers=None, dask=None, retries=
     prog = Progress(len(st.runs), pool.where)
     from pipeline.worker import take_stop_signals
     take_stop_signals()  # a coordinator started with SIGINT ignored can still be stopped, and stop its workers
+    load_archive(dbpath, archive)
     try:
         sid, t = runner.execute(st, dbpath, pool, retries=retries, rerun=rerun, build=build, progress=prog)
     except KeyboardInterrupt:
         prog.stop()
+        save_archive(dbpath, archive, {r.key for r in st.runs})
         print("study interrupted: finished runs are stored; run the same command to resume", file=sys.stderr)
         sys.exit(130)
     prog.stop()
+    save_archive(dbpath, archive, {r.key for r in st.runs})
     con = db.connect(dbpath)
     counts = runner.status_counts(con, sid)
     print(f"study {sid} ({st.name}): {len(st.runs)} runs: {t.skipped} already done, {t.ok} ok, {t.failed} failed, "
@@ -151,5 +191,5 @@ def main(argv: list[str]) -> int:
         print(f"{len(st.runs)} runs")
         return 0
     _, all_ok = run(a.file, dbpath, workers=a.workers, dask=a.dask, retries=a.retries, rerun=a.rerun,
-                    report=not a.no_report, boot=a.boot)
+                    report=not a.no_report, boot=a.boot, archive=a.archive)
     return 0 if all_ok else 1

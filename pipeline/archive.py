@@ -1,0 +1,136 @@
+"""A campaign's runs kept as files, one per run, so that a campaign that
+spans many sessions (and many machines) loses nothing when a machine and
+its database go: `export` writes each run of a database that the folder
+lacks as a gzipped SQLite file of its own (the run's row and every row
+hanging off it, as a worker returns it) with its console beside it;
+`load` merges every file of the folder into a database (pipeline/merge.py,
+which finds a run it already has and does not copy it again).
+
+The folder is append-only: a run's file never changes once written, so a
+repository that holds the folder grows by the new runs only.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import shutil
+import sqlite3
+import tempfile
+from pathlib import Path
+
+from pipeline import merge
+
+SUFFIX = ".db.gz"
+CONSOLE = ".console.gz"
+
+
+class ArchiveError(RuntimeError):
+    pass
+
+
+def name(run: sqlite3.Row | dict) -> str:
+    """A run's file name: its key (what it ran) and when and where it started
+    (which of the key's runs it is: a failed run and its retry both stay)."""
+    started = re.sub(r"[^0-9]", "", str(run["started_at"]))[:14]
+    return f"{(run['run_key'] or 'nokey')[:16]}-{started}-{run['pid'] or 0}"
+
+
+def _hanging(con: sqlite3.Connection) -> list[str]:
+    tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                        "AND name NOT LIKE 'sqlite_%'")]
+    return [t for t in tables if t != "runs" and t not in merge.COORDINATOR_ONLY
+            and "run_id" in merge._columns(con, "main", t)]
+
+
+def _write_run(con: sqlite3.Connection, run_id: int, dest: Path) -> None:
+    """One run of `con` into a new SQLite file at `dest` (this vmlab's schema)."""
+    from analysis import db
+    db.connect(dest).close()  # the whole schema, core and every experiment's part
+    con.execute("ATTACH DATABASE ? AS a", (str(dest),))
+    try:
+        with con:
+            cols = [c for c in merge._columns(con, "a", "runs")]
+            names = ", ".join(f'"{c}"' for c in cols)
+            con.execute(f"INSERT INTO a.runs ({names}) SELECT {names} FROM main.runs WHERE id = ?", (run_id,))
+            for t in _hanging(con):
+                names = ", ".join(f'"{c}"' for c in merge._columns(con, "a", t))
+                con.execute(f"INSERT INTO a.{t} ({names}) SELECT {names} FROM main.{t} WHERE run_id = ?", (run_id,))
+    finally:
+        con.execute("DETACH DATABASE a")
+    out = sqlite3.connect(dest)
+    out.execute("PRAGMA journal_mode=DELETE")  # one file, no -wal beside it
+    out.execute("VACUUM")
+    out.close()
+
+
+def _gzip_to(src: Path, dest: Path) -> None:
+    """Written under a temporary name and renamed: two campaigns exporting at
+    once never leave half a file under a run's name."""
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".part-")
+    with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as z, open(src, "rb") as f:
+        shutil.copyfileobj(f, z)
+    os.replace(tmp, dest)
+
+
+def export(con: sqlite3.Connection, folder: Path, keys: set[str] | None = None) -> list[Path]:
+    """Every finished run of `con` (of `keys` if given) that `folder` has no
+    file for; the files written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    con.row_factory = sqlite3.Row
+    written = []
+    for r in con.execute("SELECT id, run_key, started_at, pid, log_path FROM runs "
+                         "WHERE status NOT IN ('running') ORDER BY id").fetchall():
+        if keys is not None and r["run_key"] not in keys:
+            continue
+        base = name(r)
+        path = folder / (base + SUFFIX)
+        if path.exists():
+            continue
+        with tempfile.TemporaryDirectory(dir=folder, prefix=".export-") as tmpdir:
+            one = Path(tmpdir) / "run.db"
+            _write_run(con, r["id"], one)
+            if r["log_path"] and Path(r["log_path"]).is_file():
+                _gzip_to(Path(r["log_path"]), folder / (base + CONSOLE))
+            _gzip_to(one, path)  # last: a run's file means its console is there too
+        written.append(path)
+    return written
+
+
+def load(con: sqlite3.Connection, dbpath: Path, folder: Path) -> int:
+    """Merge every run file of `folder` into `con`'s database (each migrated
+    to this vmlab's schema first); how many runs were new. Consoles go
+    beside the database, as a study's do."""
+    from analysis import db
+    if not folder.is_dir():
+        raise ArchiveError(f"{folder}: no such folder of campaign runs")
+    consoles = db.beside(dbpath, "runs", "archive")
+    new = 0
+    for path in sorted(folder.glob("*" + SUFFIX)):
+        base = path.name[:-len(SUFFIX)]
+        with tempfile.TemporaryDirectory(prefix="vmlab-archive-") as tmpdir:
+            one = Path(tmpdir) / "run.db"
+            try:
+                with gzip.open(path, "rb") as z, open(one, "wb") as f:
+                    shutil.copyfileobj(z, f)
+                src = db.connect(one)  # an older file takes this vmlab's schema steps
+                rows = src.execute("SELECT id, run_key, host, pid, started_at FROM runs").fetchall()
+                src.close()
+            except (OSError, EOFError, sqlite3.DatabaseError, db.SchemaError) as e:
+                raise ArchiveError(f"{path}: not a run file this vmlab can read ({e})") from None
+            if len(rows) != 1:
+                raise ArchiveError(f"{path}: expected one run, found {len(rows)}")
+            (wid, key, host, pid, started) = tuple(rows[0])
+            if con.execute("SELECT 1 FROM runs WHERE run_key IS ? AND host = ? AND pid IS ? AND started_at = ?",
+                           (key, host, pid, started)).fetchone():
+                continue
+            logs = {}
+            cpath = folder / (base + CONSOLE)
+            if cpath.is_file():
+                consoles.mkdir(parents=True, exist_ok=True)
+                with gzip.open(cpath, "rb") as z, open(consoles / f"{base}.log", "wb") as f:
+                    shutil.copyfileobj(z, f)
+                logs[wid] = str(consoles / f"{base}.log")
+            merge.merge(con, one, logs)
+            new += 1
+    return new

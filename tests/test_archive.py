@@ -1,0 +1,71 @@
+"""A campaign's runs as files (pipeline/archive.py): a database's runs
+written out one file each, merged into another database on another
+machine, nothing copied twice, a bad file refused in one line."""
+import gzip
+
+import pytest
+
+import topologies
+from analysis import db
+from analysis.rows import insert
+from pipeline import archive
+from tests.runrows import run_start
+
+TOPO = topologies.load("x86-2s")
+
+
+def campaign_db(path, tmp_path, keys):
+    con = db.connect(path)
+    for i, key in enumerate(keys):
+        log = tmp_path / f"console-{i}.log"
+        log.write_text(f"console of {key}\n")
+        rid = db.start_run(con, run_start(TOPO, run_key=key, started_at=f"2026-11-29T08:0{i}:00+0000",
+                                          log_path=str(log)))
+        with con:
+            insert(con, "metrics", [{"run_id": rid, "name": f"pgscan{j}", "value": 10 * i + j, "unit": "pages"}
+                                    for j in range(3)])
+            con.execute("UPDATE runs SET status = 'ok' WHERE id = ?", (rid,))
+    return con
+
+
+def rows(con):
+    return sorted(tuple(r) for r in con.execute(
+        "SELECT r.run_key, r.started_at, m.name, m.value FROM runs r JOIN metrics m ON m.run_id = r.id"))
+
+
+def test_runs_written_out_come_back_whole_in_a_new_database_and_only_once(tmp_path):
+    src = campaign_db(tmp_path / "a.db", tmp_path, ["k1", "k2", "k3"])
+    folder = tmp_path / "runs"
+    written = archive.export(src, folder, keys={"k1", "k3"})
+    assert len(written) == 2 and all(p.name.endswith(archive.SUFFIX) for p in written)
+    assert archive.export(src, folder, keys={"k1", "k3"}) == []  # append-only: nothing new
+    # another machine: a fresh database, the runs' figures and consoles back
+    dst = db.connect(tmp_path / "b.db")
+    assert archive.load(dst, tmp_path / "b.db", folder) == 2
+    assert rows(dst) == [r for r in rows(src) if r[0] != "k2"]
+    logs = [r[0] for r in dst.execute("SELECT log_path FROM runs ORDER BY run_key")]
+    assert [open(p).read() for p in logs] == ["console of k1\n", "console of k3\n"]
+    assert archive.load(dst, tmp_path / "b.db", folder) == 0
+    assert dst.execute("SELECT COUNT(*) FROM metrics").fetchone()[0] == 6
+    # the first database merges the folder back without a duplicate either
+    assert archive.load(src, tmp_path / "a.db", folder) == 0
+    assert src.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 3
+
+
+def test_a_run_still_running_is_not_written(tmp_path):
+    src = campaign_db(tmp_path / "a.db", tmp_path, ["k1"])
+    db.start_run(src, run_start(TOPO, run_key="k2", started_at="2026-11-29T09:00:00+0000"))
+    assert [p.name[:2] for p in archive.export(src, tmp_path / "runs")] == ["k1"]
+
+
+def test_a_file_that_is_no_run_is_one_line_naming_it(tmp_path):
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    with gzip.open(folder / ("bad" + archive.SUFFIX), "wb") as z:
+        z.write(b"not sqlite at all" * 100)
+    dst = db.connect(tmp_path / "b.db")
+    with pytest.raises(archive.ArchiveError, match=r"bad\.db\.gz: not a run file"):
+        archive.load(dst, tmp_path / "b.db", folder)
+    assert dst.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+    with pytest.raises(archive.ArchiveError, match="no such folder"):
+        archive.load(dst, tmp_path / "b.db", tmp_path / "nowhere")
