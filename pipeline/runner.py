@@ -202,8 +202,9 @@ def _rmtree(p: Path) -> None:
 
 
 def execute(study: Study, dbpath: Path, pool, retries: int = 2, rerun: bool = False, build=None,
-            progress=None) -> tuple[int, Tally]:
-    """Run what is missing of `study` on `pool`; (study id, tally)."""
+            progress=None, stored=None) -> tuple[int, Tally]:
+    """Run what is missing of `study` on `pool`; (study id, tally).
+    stored(con, key): called once a run of `key` is in the database."""
     dbpath = Path(dbpath).resolve()
     con = db.connect(dbpath)
     sid = register(con, study)
@@ -265,6 +266,8 @@ def execute(study: Study, dbpath: Path, pool, retries: int = 2, rerun: bool = Fa
                     queue.append(r)
                 else:
                     record(con, sid, key, status, run_id, where)
+                    if stored and run_id:
+                        stored(con, key)
                     setattr(tally, status if status in ("ok", "failed") else "lost",
                             getattr(tally, status if status in ("ok", "failed") else "lost") + 1)
                     tally.lines.append(f"run {run_id or '-'} {status}: {_label(r)}" + (f" on {where}" if where else ""))

@@ -131,7 +131,7 @@ def run(study_path, dbpath: Path, groups=None, workers=None, dask=None, retries=
     """Load, run what is missing, print the tally (and write the report);
     (study id, every run ok). Bad input exits 2 before anything runs."""
     from analysis import db
-    from pipeline import pools, runner, study as study_mod
+    from pipeline import archive as archive_mod, pools, runner, study as study_mod
     if workers is not None and not 1 <= workers <= 256:
         fail(f"--workers: expected 1 to 256, got {workers}")
     if not 0 <= retries <= 10:
@@ -155,7 +155,8 @@ def run(study_path, dbpath: Path, groups=None, workers=None, dask=None, retries=
     take_stop_signals()  # a coordinator started with SIGINT ignored can still be stopped, and stop its workers
     load_archive(dbpath, archive)
     try:
-        sid, t = runner.execute(st, dbpath, pool, retries=retries, rerun=rerun, build=build, progress=prog)
+        sid, t = runner.execute(st, dbpath, pool, retries=retries, rerun=rerun, build=build, progress=prog,
+                                stored=archive and (lambda con, key: archive_mod.export(con, Path(archive), {key})))
     except KeyboardInterrupt:
         prog.stop()
         save_archive(dbpath, archive, {r.key for r in st.runs})
