@@ -102,8 +102,10 @@ def load(con: sqlite3.Connection, dbpath: Path, folder: Path) -> int:
     to this vmlab's schema first); how many runs were new. Consoles go
     beside the database, as a study's do."""
     from analysis import db
+    if not folder.exists():
+        return 0  # a campaign's first start: export makes it
     if not folder.is_dir():
-        raise ArchiveError(f"{folder}: no such folder of campaign runs")
+        raise ArchiveError(f"{folder}: not a folder (expected a folder of campaign runs)")
     consoles = db.beside(dbpath, "runs", "archive")
     new = 0
     for path in sorted(folder.glob("*" + SUFFIX)):

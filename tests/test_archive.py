@@ -67,5 +67,7 @@ def test_a_file_that_is_no_run_is_one_line_naming_it(tmp_path):
     with pytest.raises(archive.ArchiveError, match=r"bad\.db\.gz: not a run file"):
         archive.load(dst, tmp_path / "b.db", folder)
     assert dst.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
-    with pytest.raises(archive.ArchiveError, match="no such folder"):
-        archive.load(dst, tmp_path / "b.db", tmp_path / "nowhere")
+    assert archive.load(dst, tmp_path / "b.db", tmp_path / "nowhere") == 0  # a campaign's first start
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(archive.ArchiveError, match="afile: not a folder"):
+        archive.load(dst, tmp_path / "b.db", tmp_path / "afile")
