@@ -71,3 +71,23 @@ def test_a_file_that_is_no_run_is_one_line_naming_it(tmp_path):
     (tmp_path / "afile").write_text("x")
     with pytest.raises(archive.ArchiveError, match="afile: not a folder"):
         archive.load(dst, tmp_path / "b.db", tmp_path / "afile")
+
+
+def test_a_campaign_goes_on_from_another_machine_running_only_what_it_lacks(tmp_path):
+    from pipeline import runner, study
+    from tests.test_study import BASE, FakePool, write
+    s = study.load(write(tmp_path, BASE))
+    keys = [r.key for r in s.runs]
+    folder = tmp_path / "repo" / "runs"
+    # the first machine: half the study, each run written out as it is stored
+    half = study.load(write(tmp_path, BASE))
+    half.runs = half.runs[:3]
+    _, t = runner.execute(half, tmp_path / "a.db", FakePool(tmp_path), stored=lambda con, key: archive.export(
+        con, folder, {key}))
+    assert t.ok == 3 and len(list(folder.glob("*" + archive.SUFFIX))) == 3
+    # the second machine: a new database from the folder, only the other half runs
+    con = db.connect(tmp_path / "b.db")
+    assert archive.load(con, tmp_path / "b.db", folder) == 3
+    pool = FakePool(tmp_path)
+    _, t2 = runner.execute(s, tmp_path / "b.db", pool)
+    assert t2.skipped == 3 and sorted(pool.submitted) == sorted(keys[3:])
