@@ -54,7 +54,8 @@ def main(argv: list[str]) -> int:
         from pipeline import study
         studycli.load_archive(dbpath, a.archive)
         studycli.save_archive(dbpath, a.archive, {r.key for r in study.load(SEEDS_STUDY).runs})
-    command = " ".join(["./run.py seeds", *a.seeds, "--table-only", f"--db {a.db}", f"--page {a.page}"])
+    command = " ".join(["./run.py seeds", *a.seeds, "--table-only", f"--db {a.db}",
+                        *([f"--archive {a.archive}"] if a.archive else []), f"--page {a.page}"])
     planned = None
     if a.page:  # the campaign as this checkout plans it: the page counts what of it is not run yet
         from pipeline import study
