@@ -7,7 +7,12 @@ hanging off it, as a worker returns it) with its console beside it;
 which finds a run it already has and does not copy it again).
 
 The folder is append-only: a run's file never changes once written, so a
-repository that holds the folder grows by the new runs only.
+repository that holds the folder grows by the new runs only. To keep it
+small enough for a repository (a 32-CPU run's profile is some 200,000 rows
+per CPU, phase and symbol: 10 MB gzipped), a run's file carries its
+profile summed over CPUs and phases (cpu -1, phase -1, "whole run"), which
+is what the seeds' tables read; the per-CPU and per-phase profile stays in
+the database the run went into.
 """
 from __future__ import annotations
 
@@ -43,6 +48,29 @@ def _hanging(con: sqlite3.Connection) -> list[str]:
             and "run_id" in merge._columns(con, "main", t)]
 
 
+# profile tables: the columns a row is per (besides run, CPU and phase), and
+# the columns that say which phase; the rest are sums
+COMPACT = {"profile_symbols": ("symbol", "dso"), "profile_stacks": ("stack",)}
+PHASE_COLS = {"cpu": "-1", "phase": "-1", "phase_name": "'whole run'", "phase_instance": "NULL"}
+
+
+def _compact_profile(out: sqlite3.Connection) -> None:
+    """The run's profile summed over CPUs and phases (see the docstring)."""
+    for table, per in COMPACT.items():
+        cols = merge._columns(out, "main", table)
+        if not cols:
+            continue
+        summed = [c for c in cols if c not in per and c not in PHASE_COLS and c != "run_id"]
+        pick = ", ".join(PHASE_COLS[c] if c in PHASE_COLS else f'SUM("{c}")' if c in summed else f'"{c}"'
+                         for c in cols)
+        group = ", ".join(["run_id", *per])
+        with out:
+            out.execute(f"CREATE TEMP TABLE whole AS SELECT {pick} FROM {table} GROUP BY {group}")
+            out.execute(f"DELETE FROM {table}")
+            out.execute(f"INSERT INTO {table} SELECT * FROM whole")
+            out.execute("DROP TABLE whole")
+
+
 def _write_run(con: sqlite3.Connection, run_id: int, dest: Path) -> None:
     """One run of `con` into a new SQLite file at `dest` (this vmlab's schema)."""
     from analysis import db
@@ -59,6 +87,7 @@ def _write_run(con: sqlite3.Connection, run_id: int, dest: Path) -> None:
     finally:
         con.execute("DETACH DATABASE a")
     out = sqlite3.connect(dest)
+    _compact_profile(out)
     out.execute("PRAGMA journal_mode=DELETE")  # one file, no -wal beside it
     out.execute("VACUUM")
     out.close()
@@ -70,6 +99,7 @@ def _gzip_to(src: Path, dest: Path) -> None:
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".part-")
     with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as z, open(src, "rb") as f:
         shutil.copyfileobj(f, z)
+    os.chmod(tmp, 0o644)
     os.replace(tmp, dest)
 
 

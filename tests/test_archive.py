@@ -52,6 +52,30 @@ def test_runs_written_out_come_back_whole_in_a_new_database_and_only_once(tmp_pa
     assert src.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 3
 
 
+def test_a_run_s_file_carries_its_profile_summed_over_cpus_and_phases(tmp_path):
+    from analysis import profile_report
+    src = campaign_db(tmp_path / "a.db", tmp_path, ["k1"])
+    sym = [{"run_id": 1, "cpu": cpu, "phase": ph, "phase_name": f"chunk {ph}", "phase_instance": ph, "symbol": s,
+            "dso": "[kernel]", "insns": 10 * cpu + ph, "insn_ps": 1, "core_ps": 2, "mem_ps": 3, "lock_ps": 4,
+            "fetch_ps": 5, "pause_ps": 6, "pauses": 7, "time_ps": 100 * (cpu + 1) + ph + (50 if s == "a" else 0)}
+           for cpu in range(4) for ph in range(5) for s in ("a", "b")]
+    with src:
+        insert(src, "profile_cpus", [{"run_id": 1, "cpu": cpu, "started": 1, "halted_at_exit": 0, "start_ps": 0,
+                                      "clock_ps": 9000, "idle_ps": 700 * cpu, "drift_ps": 3, "insns": 1, "samples": 1,
+                                      "sample_failures": 0} for cpu in range(4)])
+        insert(src, "profile_symbols", sym)
+        insert(src, "profile_stacks", [{"run_id": 1, "cpu": cpu, "phase": ph, "phase_name": "p", "stack": "x;y",
+                                        "ps": 11, "samples": 2} for cpu in range(4) for ph in range(5)])
+    archive.export(src, tmp_path / "runs")
+    dst = db.connect(tmp_path / "b.db")
+    archive.load(dst, tmp_path / "b.db", tmp_path / "runs")
+    assert dst.execute("SELECT COUNT(*) FROM profile_symbols").fetchone()[0] == 2  # a row a symbol
+    assert profile_report.shares(dst, 1) == profile_report.shares(src, 1)  # what the seeds' tables read
+    assert tuple(dst.execute("SELECT SUM(insns), SUM(pauses) FROM profile_symbols").fetchone()) == (
+        sum(r["insns"] for r in sym), 7 * len(sym))
+    assert tuple(dst.execute("SELECT cpu, phase, ps, samples FROM profile_stacks").fetchone()) == (-1, -1, 220, 40)
+
+
 def test_a_run_still_running_is_not_written(tmp_path):
     src = campaign_db(tmp_path / "a.db", tmp_path, ["k1"])
     db.start_run(src, run_start(TOPO, run_key="k2", started_at="2026-11-29T09:00:00+0000"))
