@@ -33,12 +33,23 @@ def say(msg: str) -> None:
 
 
 def apt_requirements() -> list[tuple[str, str, str]]:
+    """(package, proof, suite); a package may be pinned as "package=version"."""
     out = []
     for line in APT_LIST.read_text().splitlines():
         line = line.split("#", 1)[0].split()
         if line:
             out.append((line[0], line[1], line[2] if len(line) > 2 else ""))
     return out
+
+
+def _version(pkg: str) -> str:
+    return subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True, text=True).stdout.strip()
+
+
+def _pin_differs(req: str) -> bool:
+    """A pinned package ("name=version") installed at another version."""
+    name, _, want = req.partition("=")
+    return bool(want) and _version(name) != want
 
 
 def _installed(pkg: str) -> bool:
@@ -54,7 +65,7 @@ def _too_old(pkg: str) -> bool:
     want = MIN_VERSIONS.get(pkg)
     if not want:
         return False
-    have = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True, text=True).stdout.strip()
+    have = _version(pkg)
     return bool(have) and subprocess.run(["dpkg", "--compare-versions", have, "lt", want]).returncode == 0
 
 
@@ -62,8 +73,8 @@ def missing_packages() -> list[tuple[str, str]]:
     """(package, suite) for each requirement not yet satisfied."""
     out = []
     for pkg, proof, suite in apt_requirements():
-        ok = _installed(pkg) if proof == "-" else Path(proof).exists()
-        if ok and _too_old(pkg):
+        ok = _installed(pkg.partition("=")[0]) if proof == "-" else Path(proof).exists()
+        if ok and (_too_old(pkg) or _pin_differs(pkg)):
             ok = False
         if not ok:
             out.append((pkg, suite))
@@ -107,7 +118,8 @@ def ensure_packages() -> None:
     for suite in sorted({s for _, s in missing}):
         pkgs = [p for p, s in missing if s == suite]
         say(f"installing {' '.join(pkgs)}" + (f" from {suite}" if suite else ""))
-        cmd = ["apt-get", "install", "-y", "-q", "--no-install-recommends"] + (["-t", suite] if suite else []) + pkgs
+        cmd = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "--allow-downgrades"] + (
+            ["-t", suite] if suite else []) + pkgs  # a pin may name an older version than installed
         r = subprocess.run(cmd, env=env)
         if r.returncode:
             say(f"apt-get failed; install by hand: {install_command([(p, suite) for p in pkgs])}")

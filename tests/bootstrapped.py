@@ -13,7 +13,7 @@ from bootstrap import bootstrap
 def apt(package: str) -> Path:
     """The file proving `package` is installed (its line in apt-packages.txt);
     the calling test fails when it is absent."""
-    proofs = {pkg: proof for pkg, proof, _ in bootstrap.apt_requirements()}
+    proofs = {pkg.partition("=")[0]: proof for pkg, proof, _ in bootstrap.apt_requirements()}
     assert proofs.get(package, "-") != "-", f"{package}: not in bootstrap/apt-packages.txt with a file proving it"
     proof = Path(proofs[package])
     if not proof.exists():
