@@ -299,6 +299,12 @@ def work_source(cache: Path, v: Variant) -> Path:
     base = pristine_source(cache, v.line)
     work = cache / "work" / v.tree
     state_f = work / ".vmlab-applied"
+    if state_f.is_file() and json.loads(state_f.read_text()).get("source") != base.name:
+        # Another source version (the pinned one moved, or a host installed
+        # another): start the tree and its build directory over, since the
+        # objects there could look newer than this source's files to make.
+        shutil.rmtree(cache / "build" / v.tree, ignore_errors=True)
+        shutil.rmtree(work)
     if not state_f.is_file():
         tmp = work.with_name(work.name + ".partial")
         shutil.rmtree(tmp, ignore_errors=True)
@@ -311,8 +317,6 @@ def work_source(cache: Path, v: Variant) -> Path:
         tmp.rename(work)
     state = json.loads(state_f.read_text())
     patches = all_patches(v)  # the set's series, then the arch's fixes
-    if state.get("source") != base.name:
-        raise BuildError(f"{work}: built from {state.get('source')}, not {base.name}; remove it and rebuild")
     if state["patchset"] == v.set and state.get("series") == _series_hash(patches):
         return work
     for rel in state["files"]:  # back to pristine, with a new mtime

@@ -99,6 +99,24 @@ def test_failing_patch_names_patch_and_hunk(tmp_path, monkeypatch):
     assert "0001-change-mm.patch does not apply" in str(e.value) and "Hunk #1 FAILED" in str(e.value)
 
 
+def test_a_tree_of_another_source_version_starts_over_with_its_build_directory(tmp_path, monkeypatch):
+    """A host whose kernel source moved (a pin changed, or another version
+    was installed) rebuilds from the new source: the old tree and its
+    objects go, not kept to look newer than the new source's files."""
+    cache, src = fake_source(tmp_path, monkeypatch, {})
+    v = kernel.Variant(patchset="vanilla")
+    work = cache / "work" / v.tree
+    (work / "mm").mkdir(parents=True)
+    (work / "mm" / "a.c").write_text("int a = 99;\n")  # the other version's file
+    (work / ".vmlab-applied").write_text('{"patchset": "vanilla", "files": [], "source": "other_1-3"}')
+    (cache / "build" / v.tree).mkdir(parents=True)
+    (cache / "build" / v.tree / "a.o").write_text("old object")
+    out = kernel.work_source(cache, v)
+    assert (out / "mm" / "a.c").read_text() == "int a = 1;\nint b = 2;\n"
+    assert not (cache / "build" / v.tree / "a.o").exists()
+    assert src.name in (out / ".vmlab-applied").read_text()
+
+
 def test_switching_patch_sets_in_the_shared_tree(tmp_path, monkeypatch):
     """All sets of an arch x flavor share one tree: a switch reverts what the
     last set changed (with a new mtime, so make rebuilds it), applies the
