@@ -56,17 +56,18 @@ def main(argv: list[str]) -> int:
         studycli.save_archive(dbpath, a.archive, {r.key for r in study.load(SEEDS_STUDY).runs})
     command = " ".join(["./run.py seeds", *a.seeds, "--table-only", f"--db {a.db}",
                         *([f"--archive {a.archive}"] if a.archive else []), f"--page {a.page}"])
-    planned = None
-    if a.page:  # the campaign as this checkout plans it: the page counts what of it is not run yet
-        from pipeline import study
-        from pipeline.spec import InputError
-        try:
-            # a run's kind: what it runs but its repeat (the page costs the rest at each kind's pace)
-            planned = [(r.key, r.axes.get("block"), tuple(sorted((k, str(v)) for k, v in r.axes.items()
-                                                                 if k != "repeat")))
-                       for r in study.load(SEEDS_STUDY, groups=groups).runs]
-        except InputError as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
+    # the campaign as this checkout plans it (the named seeds' blocks, all of them: a block's seed's table
+    # shows them all): the tables take its keys only, the page counts the rest
     tables = list(dict.fromkeys(s.split("-")[0] for s in a.seeds))  # a block's seed: its table
+    seed_groups = [n for sd in tables for n in seed_runs.block_names(SEEDS_STUDY.read_text(), sd)] or None
+    from pipeline import study
+    from pipeline.spec import InputError
+    try:
+        # a run's kind: what it runs but its repeat (the page costs the rest at each kind's pace)
+        planned = [(r.key, r.axes.get("block"), tuple(sorted((k, str(v)) for k, v in r.axes.items()
+                                                             if k != "repeat")))
+                   for r in study.load(SEEDS_STUDY, groups=seed_groups, boot=a.boot).runs]
+    except InputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     return seeds.print_tables(str(dbpath), tables, sid, page=a.page and (Path(a.page), command), planned=planned)

@@ -20,7 +20,7 @@ from analysis.compare import _fmt, pct
 from seeds import campaign
 from seeds.kit import Reading, Row, disk, run_of
 from seeds.published import PUBLISHED, Pub
-from seeds.runs import SeedError, column, failed_runs, seed_of, select_runs
+from seeds.runs import SeedError, column, failed_runs, seed_of, select_runs, stale
 from seeds.tables import SEEDS
 from timing import modes
 
@@ -337,10 +337,12 @@ def print_tables(dbpath: str, seeds: list[str], study: int | None = None, page=N
     try:
         wanted = [seed_of(x).id for x in seeds] or list(SEEDS)
         con = db.connect(dbpath, readonly=True)
+        # only runs of this checkout's keys: a column never mixes kernel builds, engines or models unawares
+        keys = {p[0] for p in planned} if planned else None
         picked, missing = {}, []
         for x in wanted:  # every seed checked before anything prints
             try:
-                picked[x] = select_runs(con, x, study)
+                picked[x] = select_runs(con, x, study, keys)
             except SeedError as err:
                 if seeds or "no study" in str(err) or (page and not planned):
                     raise
@@ -352,12 +354,19 @@ def print_tables(dbpath: str, seeds: list[str], study: int | None = None, page=N
                                " (run ./run.py seeds)"))
         if not picked:
             raise SeedError(f"no ok runs for any seed in {dbpath} (run ./run.py seeds)")
-        tables = {x: render(con, x, ids, failed_runs(con, x, study, ids)) for x, ids in picked.items()}
+        tables = {x: render(con, x, ids, failed_runs(con, x, study, ids, keys)) for x, ids in picked.items()}
         text = "\n\n".join(tables.values())
+        left_out = sum(stale(con, x, study, keys) for x in wanted) if keys else 0
+        note = (f"left out: {left_out} ok run{'s' * (left_out != 1)} of these seeds' blocks under keys this checkout "
+                f"does not plan (another kernel build, engine series, timing model or guest program); "
+                f"./run.py seeds runs their keys again") if left_out else ""
+        if note:
+            text += "\n" + note + "\n"
         if page:
             runs = pages.runs_of(con, [i for x in picked.values() for i in x])
             pages.write(page[0], "Results: the seeds' tables", pages.provenance(runs, page[1], dbpath),
-                        _page_body(wanted, tables, runs, planned or [], _axes(con, [r["id"] for r in runs])))
+                        _page_body(wanted, tables, runs, planned or [], _axes(con, [r["id"] for r in runs]),
+                                   note))
     except (SeedError, db.SchemaError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -380,7 +389,7 @@ def _axes(con, ids) -> dict[int, dict]:
     return out
 
 
-def _page_body(wanted, tables: dict, runs, planned, axes: dict) -> list[str]:
+def _page_body(wanted, tables: dict, runs, planned, axes: dict, note: str = "") -> list[str]:
     """The page's sections: each seed's table (or that it has no run yet),
     what of the campaign is still to run, and the runs with their keys."""
     todo = campaign.not_run(runs, planned)
@@ -397,7 +406,8 @@ def _page_body(wanted, tables: dict, runs, planned, axes: dict) -> list[str]:
             body += ["```", tables[x].rstrip(), "```"]
         else:
             body.append(f"No run of this seed yet: {sum(1 for p in todo if _seed(p[1]) == x)} planned.")
-    body += ["", "## The campaign", ""] + campaign.section(runs, planned, block)
+    body += ["", "## The campaign", ""] + campaign.section(runs, planned, block) + (["", note[0].upper() + note[1:]
+                                                                                      + "."] if note else [])
     body += ["", "## The runs", "", "| run | block | machine | kernel | flavor | repeat | key |",
              "|---|---|---|---|---|---|---|"]
     body += [f"| {r['id']} | {block(r)} | {r['topology']} | {r['patch_set']} | "

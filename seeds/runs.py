@@ -83,10 +83,22 @@ def _default(experiment: str, name: str):
     return p.default if p is not None else None
 
 
-def _matching(con, seed: str, study_id: int | None, status: str) -> list:
+def _matching(con, seed: str, study_id: int | None, status: str, keys: set | None = None) -> list:
     """Runs of the seed's experiment with this status, on the machines and
     parameters of the seed's blocks: in a study, those its seed blocks asked
-    for; else, per run key, the newest (a repeat has its own key)."""
+    for; else, per run key, the newest (a repeat has its own key). keys: the
+    run keys this checkout plans; a run under another key (another kernel
+    build, engine series, model or guest program) is left out."""
+    rows = _matching_any_key(con, seed, study_id, status)
+    return rows if keys is None else [r for r in rows if r["run_key"] in keys]
+
+
+def stale(con, seed: str, study_id: int | None, keys: set) -> int:
+    """How many ok runs of the seed's blocks have a key this checkout does not plan."""
+    return sum(1 for r in _matching_any_key(con, seed, study_id, "ok") if r["run_key"] not in keys)
+
+
+def _matching_any_key(con, seed: str, study_id: int | None, status: str) -> list:
     s = seed_of(seed)
     ours = blocks(SEEDS_STUDY.read_text(), seed) if SEEDS_STUDY.exists() else []
     if study_id is None:
@@ -122,13 +134,13 @@ def _matching(con, seed: str, study_id: int | None, status: str) -> list:
     return out
 
 
-def select_runs(con, seed: str, study_id: int | None = None) -> list[int]:
+def select_runs(con, seed: str, study_id: int | None = None, keys: set | None = None) -> list[int]:
     """The latest ok runs per column among runs of the seed's experiment and
     machines (as many per column as its block repeats), or exactly the ok
-    runs of the seed's blocks in a study."""
+    runs of the seed's blocks in a study; of `keys` only, if given."""
     s = seed_of(seed)
     ours = blocks(SEEDS_STUDY.read_text(), seed) if SEEDS_STUDY.exists() else []
-    picked = _matching(con, seed, study_id, "ok")
+    picked = _matching(con, seed, study_id, "ok", keys)
     if study_id is None:
         cols: dict = {}
         for r in picked:
@@ -144,11 +156,12 @@ def select_runs(con, seed: str, study_id: int | None = None) -> list[int]:
     return [r["id"] for r in sorted(picked, key=lambda r: (column(s, r), r["id"]))]
 
 
-def failed_runs(con, seed: str, study_id: int | None = None, ok_ids: list[int] | None = None) -> list:
+def failed_runs(con, seed: str, study_id: int | None = None, ok_ids: list[int] | None = None,
+                keys: set | None = None) -> list:
     """The seed's runs that failed (a guest that panicked, hung, or whose
     reproducer died: e.g. OOM-killed) and have no ok run of the same key:
     a kernel missing from a column is said, with the reason, not hidden.
     ok_ids: the ok runs already selected (select_runs), so they are not looked up again."""
-    ok_rows = ([run_of(con, i) for i in ok_ids] if ok_ids is not None else _matching(con, seed, study_id, "ok"))
+    ok_rows = ([run_of(con, i) for i in ok_ids] if ok_ids is not None else _matching(con, seed, study_id, "ok", keys))
     ok = {r["run_key"] for r in ok_rows if r["run_key"]}
-    return [r for r in _matching(con, seed, study_id, "failed") if not r["run_key"] or r["run_key"] not in ok]
+    return [r for r in _matching(con, seed, study_id, "failed", keys) if not r["run_key"] or r["run_key"] not in ok]

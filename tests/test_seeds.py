@@ -663,6 +663,28 @@ def test_a_planned_run_made_outside_the_study_counts_in_its_block(built, tmp_pat
     assert not any(line.startswith("| - |") for line in page.read_text().splitlines())
 
 
+def test_a_run_under_a_key_the_checkout_does_not_plan_is_left_out_and_counted(built, capsys, tmp_path):
+    """A run whose key the checkout would no longer make (its kernel's source
+    moved, say) is not in the table, so a column never mixes two kernel
+    builds unawares; the tables and the page say how many were left out."""
+    path, ids, con = built
+    shown = seed_runs.select_runs(con, "001", ids["study"])
+    keys = {con.execute("SELECT run_key FROM runs WHERE id = ?", (i,)).fetchone()[0] for i in shown}
+    gone = con.execute("SELECT run_key FROM runs WHERE id = ?", (shown[0],)).fetchone()[0]
+    planned = [(k, "001") for k in keys - {gone}]
+    page = tmp_path / "seeds.md"
+    assert seeds.print_tables(str(path), ["001"], ids["study"], page=(page, "CMD"), planned=planned) == 0
+    out = capsys.readouterr().out
+    ours = next(line for line in out.splitlines() if line.startswith("ours:"))
+    assert f"run {shown[0]}," not in ours + "," and f" {shown[0]}," not in ours + ","
+    assert "left out: 1 ok run of these seeds' blocks under keys this checkout does not plan" in out
+    assert "Left out: 1 ok run" in page.read_text()
+    assert seed_runs.select_runs(con, "001", ids["study"], keys - {gone}) == shown[1:]
+    # every key planned: nothing left out, no line
+    assert seeds.print_tables(str(path), ["001"], ids["study"], planned=[(k, "001") for k in keys]) == 0
+    assert "left out" not in capsys.readouterr().out
+
+
 def test_seeds_command_runs_every_block_of_a_seed(monkeypatch, tmp_path, capsys):
     """`./run.py seeds 004` asks the study runner for 004's blocks ("004" and
     "004-..."), then prints the tables of that study; a seed without a block
