@@ -115,3 +115,14 @@ def test_a_campaign_goes_on_from_another_machine_running_only_what_it_lacks(tmp_
     pool = FakePool(tmp_path)
     _, t2 = runner.execute(s, tmp_path / "b.db", pool)
     assert t2.skipped == 3 and sorted(pool.submitted) == sorted(keys[3:])
+
+
+def test_the_campaign_s_folder_is_kept_by_git():
+    """The seeds campaign's run files are committed: no .gitignore pattern
+    (such as the consoles' `runs/`) may hide them."""
+    import subprocess
+
+    from tests.e2e import REPO
+    for name in ("0123456789abcdef-20261129000000-1" + archive.SUFFIX, "x" + archive.CONSOLE):
+        r = subprocess.run(["git", "-C", str(REPO), "check-ignore", "-q", f"studies/seeds-runs/{name}"])
+        assert r.returncode == 1, f"studies/seeds-runs/{name} is ignored by git"
