@@ -124,6 +124,9 @@ def ensure_packages() -> None:
         if r.returncode:
             say(f"apt-get failed; install by hand: {install_command([(p, suite) for p in pkgs])}")
             sys.exit(2)
+        pinned = [p.partition("=")[0] for p in pkgs if "=" in p]
+        if pinned:  # an upgrade (unattended or by hand) must not move a pin under the campaign
+            subprocess.run(["apt-mark", "hold", *pinned], env=env, check=False, stdout=subprocess.DEVNULL)
     still = missing_packages()
     if still:
         say(f"still missing after apt-get: {install_command(still)}")

@@ -16,6 +16,7 @@ the database the run went into.
 """
 from __future__ import annotations
 
+import fcntl
 import gzip
 import os
 import re
@@ -54,8 +55,16 @@ COMPACT = {"profile_symbols": ("symbol", "dso"), "profile_stacks": ("stack",)}
 PHASE_COLS = {"cpu": "-1", "phase": "-1", "phase_name": "'whole run'", "phase_instance": "NULL"}
 
 
+COMPACTED = ("profile summed over CPUs and phases in the campaign's run file (pipeline/archive.py): "
+             "no per-CPU or per-phase profile rows")
+
+
 def _compact_profile(out: sqlite3.Connection) -> None:
-    """The run's profile summed over CPUs and phases (see the docstring)."""
+    """The run's profile summed over CPUs and phases (see the docstring),
+    and said in the run's limitations."""
+    with out:
+        out.execute("UPDATE runs SET limitations = COALESCE(limitations || '; ', '') || ? "
+                    "WHERE EXISTS (SELECT 1 FROM profile_symbols)", (COMPACTED,))
     for table, per in COMPACT.items():
         cols = merge._columns(out, "main", table)
         if not cols:
@@ -97,10 +106,14 @@ def _gzip_to(src: Path, dest: Path) -> None:
     """Written under a temporary name and renamed: two campaigns exporting at
     once never leave half a file under a run's name."""
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".part-")
-    with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as z, open(src, "rb") as f:
-        shutil.copyfileobj(f, z)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, dest)
+    try:
+        with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as z, \
+                open(src, "rb") as f:
+            shutil.copyfileobj(f, z)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, dest)
+    finally:
+        Path(tmp).unlink(missing_ok=True)  # an interrupted write leaves nothing in the folder
 
 
 def export(con: sqlite3.Connection, folder: Path, keys: set[str] | None = None) -> list[Path]:
@@ -117,7 +130,7 @@ def export(con: sqlite3.Connection, folder: Path, keys: set[str] | None = None) 
         path = folder / (base + SUFFIX)
         if path.exists():
             continue
-        with tempfile.TemporaryDirectory(dir=folder, prefix=".export-") as tmpdir:
+        with tempfile.TemporaryDirectory(prefix="vmlab-export-") as tmpdir:  # not in the folder: a kill leaves it
             one = Path(tmpdir) / "run.db"
             _write_run(con, r["id"], one)
             if r["log_path"] and Path(r["log_path"]).is_file():
@@ -137,6 +150,14 @@ def load(con: sqlite3.Connection, dbpath: Path, folder: Path) -> int:
     if not folder.is_dir():
         raise ArchiveError(f"{folder}: not a folder (expected a folder of campaign runs)")
     consoles = db.beside(dbpath, "runs", "archive")
+    # two campaigns starting on one database at once: one merges, the other then finds the runs there
+    with open(f"{dbpath}.archive.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _load(con, folder, consoles)
+
+
+def _load(con: sqlite3.Connection, folder: Path, consoles: Path) -> int:
+    from analysis import db
     new = 0
     for path in sorted(folder.glob("*" + SUFFIX)):
         base = path.name[:-len(SUFFIX)]

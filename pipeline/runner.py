@@ -267,7 +267,10 @@ def execute(study: Study, dbpath: Path, pool, retries: int = 2, rerun: bool = Fa
                 else:
                     record(con, sid, key, status, run_id, where)
                     if stored and run_id:
-                        stored(con, key)
+                        try:
+                            stored(con, key)
+                        except (OSError, sqlite3.Error) as e:  # the study goes on; the end tries again
+                            tally.lines.append(f"{_label(r)}: stored, but not written out ({e})")
                     setattr(tally, status if status in ("ok", "failed") else "lost",
                             getattr(tally, status if status in ("ok", "failed") else "lost") + 1)
                     tally.lines.append(f"run {run_id or '-'} {status}: {_label(r)}" + (f" on {where}" if where else ""))

@@ -53,13 +53,19 @@ def main(argv: list[str]) -> int:
     elif a.archive:  # the folder and the database made one: what each lacks, from the other
         from pipeline import study
         studycli.load_archive(dbpath, a.archive)
-        studycli.save_archive(dbpath, a.archive, {r.key for r in study.load(SEEDS_STUDY).runs})
+        from pipeline.spec import InputError
+        try:
+            studycli.save_archive(dbpath, a.archive, {r.key for r in study.load(SEEDS_STUDY, boot=a.boot).runs})
+        except InputError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
     command = " ".join(["./run.py seeds", *a.seeds, "--table-only", f"--db {a.db}",
                         *([f"--archive {a.archive}"] if a.archive else []), f"--page {a.page}"])
     # the campaign as this checkout plans it (the named seeds' blocks, all of them: a block's seed's table
     # shows them all): the tables take its keys only, the page counts the rest
     tables = list(dict.fromkeys(s.split("-")[0] for s in a.seeds))  # a block's seed: its table
     seed_groups = [n for sd in tables for n in seed_runs.block_names(SEEDS_STUDY.read_text(), sd)] or None
+    from images.kernel import BuildError
     from pipeline import study
     from pipeline.spec import InputError
     try:
@@ -67,7 +73,7 @@ def main(argv: list[str]) -> int:
         planned = [(r.key, r.axes.get("block"), tuple(sorted((k, str(v)) for k, v in r.axes.items()
                                                              if k != "repeat")))
                    for r in study.load(SEEDS_STUDY, groups=seed_groups, boot=a.boot).runs]
-    except InputError as err:
+    except (InputError, BuildError) as err:  # a key names its kernel's source: not installed is one line
         print(f"error: {err}", file=sys.stderr)
         return 2
     return seeds.print_tables(str(dbpath), tables, sid, page=a.page and (Path(a.page), command), planned=planned)

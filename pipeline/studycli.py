@@ -37,9 +37,9 @@ def parser() -> argparse.ArgumentParser:
 
 def add_archive(p) -> None:
     p.add_argument("--archive", metavar="DIR", help="a folder of the campaign's runs, one file each "
-                   "(pipeline/archive.py): merged into --db before anything runs, and every run of the study's keys "
-                   "the folder lacks written to it after (and on Ctrl-C), so a campaign kept in a repository goes on "
-                   "from another machine")
+                   "(pipeline/archive.py): merged into --db before anything runs, and each run of the study's keys "
+                   "written to it as it is stored (and any the folder lacks at the end, or on Ctrl-C), so a "
+                   "campaign kept in a repository goes on from another machine")
 
 
 def load_archive(dbpath: Path, folder: str | None) -> None:
@@ -185,6 +185,7 @@ def main(argv: list[str]) -> int:
             st = study_mod.load(a.file, boot=a.boot)
         except InputError as e:
             fail(str(e))
+        load_archive(dbpath, a.archive)  # what the folder has is done
         con = db.connect(dbpath) if dbpath.exists() else None
         for r in st.runs:
             ok = con and con.execute("SELECT 1 FROM runs WHERE run_key = ? AND status = 'ok'", (r.key,)).fetchone()

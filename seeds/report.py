@@ -358,8 +358,8 @@ def print_tables(dbpath: str, seeds: list[str], study: int | None = None, page=N
         text = "\n\n".join(tables.values())
         left_out = sum(stale(con, x, study, keys) for x in wanted) if keys else 0
         note = (f"left out: {left_out} ok run{'s' * (left_out != 1)} of these seeds' blocks under keys this checkout "
-                f"does not plan (another kernel build, engine series, timing model or guest program); "
-                f"./run.py seeds runs their keys again") if left_out else ""
+                f"does not plan (another kernel build, engine series, timing model, guest program or start: "
+                f"booted runs show with --boot); ./run.py seeds runs this checkout's keys") if left_out else ""
         if note:
             text += "\n" + note + "\n"
         if page:

@@ -74,6 +74,10 @@ def test_a_run_s_file_carries_its_profile_summed_over_cpus_and_phases(tmp_path):
     assert tuple(dst.execute("SELECT SUM(insns), SUM(pauses) FROM profile_symbols").fetchone()) == (
         sum(r["insns"] for r in sym), 7 * len(sym))
     assert tuple(dst.execute("SELECT cpu, phase, ps, samples FROM profile_stacks").fetchone()) == (-1, -1, 220, 40)
+    # said where every figure's provenance is: the run's limitations
+    assert archive.COMPACTED in dst.execute("SELECT limitations FROM runs").fetchone()[0]
+    assert archive.COMPACTED not in src.execute("SELECT limitations FROM runs").fetchone()[0]
+    assert not list((tmp_path / "runs").glob(".*"))  # no temporary file left in the folder
 
 
 def test_a_run_still_running_is_not_written(tmp_path):
