@@ -117,13 +117,14 @@ def _gzip_to(src: Path, dest: Path) -> None:
 
 
 def export(con: sqlite3.Connection, folder: Path, keys: set[str] | None = None) -> list[Path]:
-    """Every finished run of `con` (of `keys` if given) that `folder` has no
-    file for; the files written."""
+    """Every run of `con` that finished, ok or failed (of `keys` if given),
+    that `folder` has no file for; the files written. An aborted run (Ctrl-C,
+    a lost worker) is no result and is not written."""
     folder.mkdir(parents=True, exist_ok=True)
     con.row_factory = sqlite3.Row
     written = []
     for r in con.execute("SELECT id, run_key, started_at, pid, log_path FROM runs "
-                         "WHERE status NOT IN ('running') ORDER BY id").fetchall():
+                         "WHERE status IN ('ok', 'failed') ORDER BY id").fetchall():  # not running or aborted
         if keys is not None and r["run_key"] not in keys:
             continue
         base = name(r)

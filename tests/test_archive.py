@@ -80,9 +80,12 @@ def test_a_run_s_file_carries_its_profile_summed_over_cpus_and_phases(tmp_path):
     assert not list((tmp_path / "runs").glob(".*"))  # no temporary file left in the folder
 
 
-def test_a_run_still_running_is_not_written(tmp_path):
+def test_a_run_still_running_or_aborted_is_not_written(tmp_path):
     src = campaign_db(tmp_path / "a.db", tmp_path, ["k1"])
     db.start_run(src, run_start(TOPO, run_key="k2", started_at="2026-11-29T09:00:00+0000"))
+    rid = db.start_run(src, run_start(TOPO, run_key="k3", started_at="2026-11-29T09:01:00+0000"))
+    with src:
+        src.execute("UPDATE runs SET status = 'aborted' WHERE id = ?", (rid,))
     assert [p.name[:2] for p in archive.export(src, tmp_path / "runs")] == ["k1"]
 
 
