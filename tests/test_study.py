@@ -228,6 +228,30 @@ def test_the_coordinator_retries_lost_runs_and_a_second_start_runs_nothing(tmp_p
     assert sid2 == sid and pool2.submitted == [keys[1]] and t2.skipped == 5 and t2.ok == 1
 
 
+def test_a_key_another_coordinator_finished_meanwhile_is_not_run_again(tmp_path):
+    """Two lanes of one study: each took its list at its start; a key the
+    other lane finished since is skipped, not run a second time."""
+    s = study.load(write(tmp_path, BASE))
+    keys = [r.key for r in s.runs]
+
+    class OtherLaneFinishes(FakePool):
+        workers = 1
+
+        def submit(self, key, spec_json, workdir=None):
+            if key == keys[0]:  # while ours runs the first key, the other lane stores the second
+                other = db.connect(tmp_path / "study.db")
+                rid = db.start_run(other, run_start(TOPO, run_key=keys[1], started_at="other lane"))
+                with other:
+                    other.execute("UPDATE runs SET status = 'ok' WHERE id = ?", (rid,))
+                other.close()
+            return super().submit(key, spec_json, workdir)
+
+    pool = OtherLaneFinishes(tmp_path)
+    _, t = runner.execute(s, tmp_path / "study.db", pool)
+    assert keys[1] not in pool.submitted and keys[0] in pool.submitted
+    assert t.skipped == 1 and t.ok == len(keys) - 1
+
+
 def test_a_run_done_outside_the_study_counts_for_its_key(tmp_path):
     s = study.load(write(tmp_path, BASE))
     con = db.connect(tmp_path / "study.db")
