@@ -42,13 +42,6 @@ def name(run: sqlite3.Row | dict) -> str:
     return f"{(run['run_key'] or 'nokey')[:16]}-{started}-{run['pid'] or 0}"
 
 
-def _hanging(con: sqlite3.Connection) -> list[str]:
-    tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
-                                        "AND name NOT LIKE 'sqlite_%'")]
-    return [t for t in tables if t != "runs" and t not in merge.COORDINATOR_ONLY
-            and "run_id" in merge._columns(con, "main", t)]
-
-
 # profile tables: the columns a row is per (besides run, CPU and phase), and
 # the columns that say which phase; the rest are sums
 COMPACT = {"profile_symbols": ("symbol", "dso"), "profile_stacks": ("stack",)}
@@ -87,10 +80,9 @@ def _write_run(con: sqlite3.Connection, run_id: int, dest: Path) -> None:
     con.execute("ATTACH DATABASE ? AS a", (str(dest),))
     try:
         with con:
-            cols = [c for c in merge._columns(con, "a", "runs")]
-            names = ", ".join(f'"{c}"' for c in cols)
+            names = ", ".join(f'"{c}"' for c in merge._columns(con, "a", "runs"))
             con.execute(f"INSERT INTO a.runs ({names}) SELECT {names} FROM main.runs WHERE id = ?", (run_id,))
-            for t in _hanging(con):
+            for t in merge.hanging_tables(con, "main"):
                 names = ", ".join(f'"{c}"' for c in merge._columns(con, "a", t))
                 con.execute(f"INSERT INTO a.{t} ({names}) SELECT {names} FROM main.{t} WHERE run_id = ?", (run_id,))
     finally:
@@ -121,9 +113,10 @@ def export(con: sqlite3.Connection, folder: Path, keys: set[str] | None = None) 
     that `folder` has no file for; the files written. An aborted run (Ctrl-C,
     a lost worker) is no result and is not written."""
     folder.mkdir(parents=True, exist_ok=True)
-    con.row_factory = sqlite3.Row
+    cur = con.cursor()
+    cur.row_factory = sqlite3.Row  # the caller's connection keeps its own row factory
     written = []
-    for r in con.execute("SELECT id, run_key, started_at, pid, log_path FROM runs "
+    for r in cur.execute("SELECT id, run_key, started_at, pid, log_path FROM runs "
                          "WHERE status IN ('ok', 'failed') ORDER BY id").fetchall():  # not running or aborted
         if keys is not None and r["run_key"] not in keys:
             continue

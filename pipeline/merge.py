@@ -28,6 +28,14 @@ def _versions(con, schema: str) -> tuple:
     return v, parts
 
 
+def hanging_tables(con, schema: str) -> list[str]:
+    """The tables whose rows belong to one run (a run_id column), the
+    coordinator's own left out: what moves with a run between databases."""
+    tables = [r[0] for r in con.execute(f"SELECT name FROM {schema}.sqlite_master WHERE type = 'table' "
+                                        "AND name NOT LIKE 'sqlite_%'")]
+    return [t for t in tables if t != "runs" and t not in COORDINATOR_ONLY and "run_id" in _columns(con, schema, t)]
+
+
 def merge(con: sqlite3.Connection, src: Path, log_paths: dict[int, str] | None = None) -> dict[int, int]:
     """Copy every run of `src` into `con`'s database; {worker run id: new id}.
     log_paths: where each worker run's console now lives (worker id -> path)."""
@@ -36,9 +44,7 @@ def merge(con: sqlite3.Connection, src: Path, log_paths: dict[int, str] | None =
         if _versions(con, "main") != _versions(con, "w"):
             raise MergeError(f"{src}: schema {_versions(con, 'w')} differs from the study database's "
                              f"{_versions(con, 'main')}: the worker runs another vmlab version")
-        tables = [r[0] for r in con.execute("SELECT name FROM w.sqlite_master WHERE type = 'table' "
-                                            "AND name NOT LIKE 'sqlite_%'")]
-        hanging = [t for t in tables if t != "runs" and t not in COORDINATOR_ONLY and "run_id" in _columns(con, "w", t)]
+        hanging = hanging_tables(con, "w")
         run_cols = [c for c in _columns(con, "w", "runs") if c != "id"]
         mapping: dict[int, int] = {}
         with con:
