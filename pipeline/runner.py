@@ -77,6 +77,21 @@ def link_done(con: sqlite3.Connection, sid: int) -> int:
     return n
 
 
+def keep_console(d: Path, text: bytes) -> Path:
+    """A file of its own for each stored run of a key: a retry must not
+    overwrite the console of the failed attempt whose run row names it."""
+    d.mkdir(parents=True, exist_ok=True)
+    n = 1
+    while True:
+        p = d / f"console-{n}.log"
+        try:
+            with open(p, "xb") as f:  # exclusive: two lanes storing one key take different files
+                f.write(text)
+            return p
+        except FileExistsError:
+            n += 1
+
+
 def store(con, dbpath: Path, sid: int, key: str, result: dict, runs_root: Path) -> tuple[int | None, str]:
     """Merge one task's database; (run id in the study database, status)."""
     if not result.get("db"):
@@ -92,10 +107,7 @@ def store(con, dbpath: Path, sid: int, key: str, result: dict, runs_root: Path) 
             return None, "lost"
         logs = {}
         if result.get("console"):
-            d = runs_root / key[:16]
-            d.mkdir(parents=True, exist_ok=True)
-            (d / "console.log").write_bytes(zlib.decompress(result["console"]))
-            logs[wid] = str(d / "console.log")
+            logs[wid] = str(keep_console(runs_root / key[:16], zlib.decompress(result["console"])))
         mapping = merge.merge(con, tmp, logs)
     finally:
         for f in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):  # a killed worker's file is still in WAL mode

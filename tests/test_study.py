@@ -228,6 +228,23 @@ def test_the_coordinator_retries_lost_runs_and_a_second_start_runs_nothing(tmp_p
     assert sid2 == sid and pool2.submitted == [keys[1]] and t2.skipped == 5 and t2.ok == 1
 
 
+def test_a_failed_run_keeps_its_own_console_when_its_key_runs_again(tmp_path):
+    """The failed attempt's row names its console; the retry's console goes
+    to a file of its own, so the failure's evidence is not overwritten."""
+    s = study.load(write(tmp_path, BASE))
+    k = s.runs[0].key
+    runner.execute(s, tmp_path / "study.db", FakePool(tmp_path, fail=[k], console=b"Kernel panic first\n"))
+    again = FakePool(tmp_path, console=b"second: ok\n")
+    again.submitted = [k]  # its worker is "w2": another run of the key, not the first one found again
+    runner.execute(s, tmp_path / "study.db", again)
+    con = db.connect(tmp_path / "study.db")
+    rows = con.execute("SELECT status, log_path FROM runs WHERE run_key = ? ORDER BY id", (k,)).fetchall()
+    assert [r["status"] for r in rows] == ["failed", "ok"]
+    assert rows[0]["log_path"] != rows[1]["log_path"]
+    assert Path(rows[0]["log_path"]).read_bytes() == b"Kernel panic first\n"
+    assert Path(rows[1]["log_path"]).read_bytes() == b"second: ok\n"
+
+
 def test_a_key_another_coordinator_finished_meanwhile_is_not_run_again(tmp_path):
     """Two lanes of one study: each took its list at its start; a key the
     other lane finished since is skipped, not run a second time."""
