@@ -1,4 +1,4 @@
-"""What a seed's table is made of (seeds/tables.py has the five
+"""What a seed's table is made of (seeds/tables.py gathers the five
 seeds' own): the Seed, its Tables, their Rows and Headlines, and the
 functions that read a row's value from one of our runs.
 
@@ -8,12 +8,19 @@ kernel without LOCK_STAT, a run without --timing detailed), or no function
 at all when nothing we record can give it (`why` says so)."""
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
+import topologies
 from analysis import compare, profile_report
 from analysis.profile import KERNEL
+
+# what a row needs that a run may not have (a row's `why`)
+NEED_PROFILE = "needs a run with the plugin's profile (every timing mode but off; --no-profile turns it off)"
+NEED_LOCKSTAT = "needs --flavor lockstat"
 
 
 @dataclass(frozen=True)
@@ -209,3 +216,12 @@ def scalar(sql: str, scale: float = 1.0) -> Callable:
         row = con.execute(sql, (rid,)).fetchone()  # no row: e.g. a cycle this run did not have
         return None if row is None or row[0] is None else float(row[0]) * scale
     return get
+
+
+@functools.lru_cache(maxsize=32)
+def topology_of(name: str, text: str):
+    """A run's topology parsed from the copy its row keeps (cached: every row of a table asks)."""
+    try:
+        return topologies.parse(text, Path(f"{name}.toml"))
+    except topologies.TopologyError:
+        return None  # a topology file this vmlab no longer accepts: hops unknown

@@ -1,23 +1,21 @@
 """Each seed's own table, as rows over OUR database (seeds/report.py prints
 them beside the seed's published figures, PUBLISHED there, joined by row key;
 what a table is made of, and the functions most rows read with, are in
-seeds/kit.py).
+seeds/kit.py; 002's and 004's, the longest, are seeds/table002.py and
+seeds/table004.py).
 
 Our kernels stand for the seed's columns (`stands_for`): each patch set
 re-creates one side of the seed's comparison on Linux 6.1, so vanilla is
 usually the seed's FIXED kernel and the patch set its pathological one."""
 from __future__ import annotations
 
-import functools
-import json
 import statistics
 from collections.abc import Callable
-from pathlib import Path
 
-import topologies
 from analysis.profile import KERNEL
-from analysis.rows import metrics as run_metrics
 from seeds.kit import (
+    NEED_LOCKSTAT,
+    NEED_PROFILE,
     Headline,
     Row,
     Seed,
@@ -35,9 +33,11 @@ from seeds.kit import (
     run_of,
     scalar,
     span_s,
-    top_symbols,
+    topology_of,
 )
 from seeds.published import FIX, LEVELS_MB, PUBLISHED, STORM
+from seeds.table002 import S002  # the two longest tables are modules of their own
+from seeds.table004 import S004
 
 
 # --- 000: mlockchurn -------------------------------------------------------------
@@ -91,8 +91,6 @@ def _memory_notes(con, run_ids) -> list[str]:
     return out
 
 
-NEED_PROFILE = "needs a run with the plugin's profile (every timing mode but off; --no-profile turns it off)"
-NEED_LOCKSTAT = "needs --flavor lockstat"
 S000 = Seed(
     "000", 'Daniel Phillips, "Google\'s mm problems" (linux-kernel, 2001; 2.4.9, 2 CPUs, 2 GB)',
     "000_d78135e0fdf7ed9c.txt", "mlockchurn", ("2.4.9", "2.4.9 + kswapd-sleeps"),
@@ -198,128 +196,6 @@ S001 = Seed(
     notes=_kvio_notes)
 
 
-# --- 002: forkstorm --------------------------------------------------------------------
-def _sys_busy(con, rid):
-    """System time as a share of busy CPU time (forkstorm's sys_share and
-    user_share are of all time, idle included); the seed's 100 %."""
-    s, u = fig("forkstorm.sys_share")(con, rid), fig("forkstorm.user_share")(con, rid)
-    return None if s is None or u is None or s + u == 0 else 100 * s / (s + u)
-
-
-def _idle(con, rid):
-    """Idle (and iowait) share of all CPU time over the storm: where 6.1's
-    sleeping rwsem waiters go, which 2009's spinning waiters did not."""
-    s, u = fig("forkstorm.sys_share")(con, rid), fig("forkstorm.user_share")(con, rid)
-    return None if s is None or u is None else max(0.0, 100 * (1 - s - u))
-
-
-def _lock_wait_ms(lock: str) -> Callable:
-    """Milliseconds waited for a lock class over the storm (lock_stat's
-    wait-time total, from the run's forkstorm_done record). 6.1's anon_vma
-    lock is a sleeping rwsem: its waiters sleep rather than spin, so the
-    cost shows here more than in system time."""
-    def get(con, rid):
-        r = con.execute("SELECT body FROM records WHERE run_id = ? AND type = 'forkstorm_done'", (rid,)).fetchone()
-        w = ((json.loads(r[0]).get("locks") or {}).get(lock) or {}).get("wait_total_us") if r else None
-        return None if w is None else w / 1e3
-    return get
-
-
-def _spin_wait_s(con, rid):
-    """Guest CPU seconds in x86 PAUSE over the whole run (engine.pause_cpu_s:
-    every spin-loop turn at the topology's latency). Boot spins alike on every
-    kernel of a machine, so the difference between kernels is the storm's."""
-    return run_metrics(con, rid).get("engine.pause_cpu_s")
-
-
-# fork copies the page-table entries of every region it inherits and exit
-# releases them: the work per job grows with how many of those pages are
-# present (each a refcount and an rmap count on its struct page) rather than
-# swapped out, whichever kernel reclaims them
-PAGE_WORK = ("copy_page_range", "page_remove_rmap", "release_pages")
-
-
-def _jobs(con, rid):
-    rate, el = fig("forkstorm.jobs_per_min")(con, rid), fig("forkstorm.elapsed_s")(con, rid)
-    return None if rate is None or el is None else rate * el / 60
-
-
-def _page_work_us(con, rid):
-    """Guest CPU microseconds in fork's and exit's page work (PAGE_WORK, the
-    whole run's profile) per job of the storm: what a job costs apart from
-    locks, and what the kernels' jobs/min follows (the notes' correlation)."""
-    n, ks = _jobs(con, rid), kernel_ps(con, rid)
-    return None if not n or not ks else sum(ks.get(x, (0, 0))[0] for x in PAGE_WORK) / 1e6 / n
-
-
-def _pearson(xs, ys) -> float | None:
-    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
-        return None
-    return statistics.correlation(xs, ys)
-
-
-def _fork_notes(con, run_ids) -> list[str]:
-    out = []
-    by: dict = {}
-    for rid in run_ids:
-        r = run_of(con, rid)
-        if r["kernel_flavor"] != "default":  # lock_stat skews the clock and the profile; MGLRU is another design
-            continue
-        jobs, work, n = fig("forkstorm.jobs_per_min")(con, rid), _page_work_us(con, rid), _jobs(con, rid)
-        if jobs is not None and work is not None:
-            by.setdefault((r["cpus"], r["topology"], r["timing_mode"]), []).append((jobs, work, work * n))
-    for (cpus, topo, mode), pts in sorted(by.items(), key=lambda kv: str(kv[0])):
-        per_job = _pearson([p[0] for p in pts], [p[1] for p in pts])
-        whole = _pearson([p[0] for p in pts], [p[2] for p in pts])
-        if per_job is not None:
-            out.append(f"jobs/min against fork and exit page work per job, {cpus} CPUs ({topo}, timing {mode}), "
-                       f"{len(pts)} runs of the default kernels together: Pearson r = {per_job:+.2f}; against the "
-                       f"whole run's page work, not per job: r = {whole:+.2f} (a job costs what its inherited pages "
-                       "cost to copy and release, whichever kernel; the whole run's work falling as jobs rise "
-                       "rules out a fixed cost spread over more jobs)")
-    for rid in run_ids:
-        top = top_symbols(con, rid, dso=KERNEL)
-        if top:
-            r = run_of(con, rid)
-            out.append(f"top kernel symbols by share of the kernel's busy time, run {rid} ({r['patch_set']}, "
-                       f"{r['cpus']} CPUs): " + ", ".join(f"{s} {p:.1f} %" for s, p in top))
-    return out
-
-
-S002 = Seed(
-    "002", "Larry Woodman, high system time & lock contention, AIM7 (LKML, 2009; 8 CPUs in the profile)",
-    "002_bf44cde862684e03.txt", "forkstorm", ("no trylock (2009)", "trylock patch"),
-    {"rmap-lock-blocking": "no trylock (2009)", "rmap-lock-blocking-ptl-trylock": "trylock patch",
-     "rmap-lock-spinning": "no trylock (2009)"},
-    "vanilla 6.1 is ours alone (it trylocks the anon_vma lock in reclaim, since 6.0); rmap-lock-blocking waits "
-    "for the rmap and pte locks and holds the rmap lock for write, as 2009's spinlocks; "
-    "rmap-lock-blocking-ptl-trylock adds the seed's pte trylock; rmap-lock-spinning makes the period set's anon_vma "
-    "lock spin as 2009's spinlock did (6.1's rwsem waiters sleep)",
-    (Table("system time and lock contention, by CPU count", (
-        Row("sys", "system time", "% of busy", _sys_busy),
-        Row("idle", "CPU idle", "% of CPU time", _idle),
-        Row("jobs", "jobs/min", "jobs/min", fig("forkstorm.jobs_per_min")),
-        Row("anon_vma", "anon_vma lock contentions", "contentions", fig("forkstorm.lock_contentions.anon_vma"),
-            NEED_LOCKSTAT),
-        Row("anon_vma_wait", "anon_vma lock wait", "ms", _lock_wait_ms("anon_vma"), NEED_LOCKSTAT),
-        Row("ptl", "pte lock (ptl) contentions", "contentions", fig("forkstorm.lock_contentions.ptl"), NEED_LOCKSTAT),
-        Row("ptl_wait", "pte lock wait", "ms", _lock_wait_ms("ptl"), NEED_LOCKSTAT),
-        Row("spin_lock", "_spin_lock", "% of kernel", cpu_share("spin_lock", dso=KERNEL),
-            NEED_PROFILE),
-        Row("page_check_address", "page_check_address (6.1: page_vma_mapped_walk)", "% of kernel",
-            cpu_share("page_vma_mapped_walk", "page_check_address", dso=KERNEL), NEED_PROFILE),
-        # 6.1's anon_vma lock is an rwsem: its bounded optimistic spin, apart from the spin locks
-        Row("rwsem_spin", "rwsem optimistic spinning (osq_lock, rwsem_optimistic_spin)", "% of kernel",
-            cpu_share("osq_lock", "rwsem_optimistic_spin", "rwsem_spin_on_owner", dso=KERNEL), NEED_PROFILE),
-        Row("page_work", "fork and exit page work (" + ", ".join(PAGE_WORK) + "; whole run) per job", "us",
-            _page_work_us, NEED_PROFILE),
-        Row("kswapd", "kswapd CPU time", "s", fig("forkstorm.kswapd_s")),
-        Row("spin_wait", "spin-wait (PAUSE) time, whole run", "CPU-s", _spin_wait_s),
-    ), (Headline("sys", "system time", +1, "the trylock lowers it"),
-        Headline("anon_vma", "anon_vma contention", +1, "the trylock lowers it"))),),
-    by_machine=True, notes=_fork_notes)
-
-
 # --- 003: qsbench ----------------------------------------------------------------------
 def _qs_busy(con, rid):
     u, s = fig("qsbench.user_s")(con, rid), fig("qsbench.sys_s")(con, rid)
@@ -339,7 +215,7 @@ def _qs_notes(con, run_ids, top: int = 5) -> list[str]:
         ks = kernel_ps(con, rid)
         if ks:
             ms, pause = {x: t / 1e9 for x, (t, _) in ks.items()}, sum(p for _, p in ks.values()) / 1e9
-            topo = _topology(r["topology"], r["topology_toml"])
+            topo = topology_of(r["topology"], r["topology_toml"])
             by.setdefault((r["topology"], disk(r), r["timing_mode"], topo.pause_cycles if topo else None), {}
                           ).setdefault(r["patch_set"], []).append((ms, pause))
     out = []
@@ -377,144 +253,5 @@ S003 = Seed(
     ), (Headline("elapsed", "elapsed"), Headline("system", "system time"))),), by_machine=True,
     notes=_qs_notes)
 
-
-# --- 004: memeater ---------------------------------------------------------------------
-def _swap_start(con, rid):
-    """(cycle, chunk) of the first chunk after which swap was in use (as the
-    memeater verdict reads it), or None."""
-    return con.execute("SELECT cycle, chunk FROM chunk_times WHERE run_id = ? AND swap_used_kib > 0 "
-                       "ORDER BY cycle, chunk LIMIT 1", (rid,)).fetchone()
-
-
-def _free_at(con, rid, cycle, chunk) -> list[int]:
-    return [r[0] for r in con.execute("SELECT free_kib FROM node_free WHERE run_id = ? AND cycle = ? AND chunk = ? "
-                                      "ORDER BY node", (rid, cycle, chunk))]
-
-
-FILLED_KIB = 16384  # a node with at most this free counts as filled (the memeater verdict's line)
-
-
-def _touched(con, rid):
-    """Memory touched before swapping began, in nodes' worth (all of it when
-    nothing swapped: a lower bound, like the seed's 'got 90GB without heavy paging')."""
-    p, r = params(con, rid), run_of(con, rid)
-    s = _swap_start(con, rid)
-    if s is None or s["cycle"] > 0:
-        # a run shortened below memeater's fill (004-zone-reclaim-5: 38 chunks of 1 MiB) that never
-        # swapped bounds nothing: its few MiB would read as "swapped early"
-        if p.get("chunks", 0) * p.get("chunk_mib", 0) < p.get("fill_frac", 0.5) * r["nodes"] * r["memory_mib_per_node"]:
-            return None
-        chunks = p.get("chunks", 0)
-    else:
-        chunks = s["chunk"] + 1
-    return chunks * p.get("chunk_mib", 0) / r["memory_mib_per_node"]
-
-
-def _at_swap_start(f: Callable) -> Callable:
-    def get(con, rid):
-        s = _swap_start(con, rid)
-        free = _free_at(con, rid, s["cycle"], s["chunk"]) if s else []
-        return f(con, rid, free) if free else None
-    return get
-
-
-def _per_quarter_node(con, rid) -> float:
-    """What turns a run's ms per chunk into ms per quarter node, the seed's
-    1 GB chunk on 4 GB RADs: 1 for the default chunk (chunk_frac 0.25), more
-    for the smaller chunks the zone_reclaim_mode=5 blocks take."""
-    r = run_of(con, rid)
-    chunk = params(con, rid).get("chunk_mib")
-    return r["memory_mib_per_node"] / 4 / chunk if chunk and r["memory_mib_per_node"] else 1.0
-
-
-def _ms(before: bool) -> Callable:
-    def get(con, rid):
-        s = _swap_start(con, rid)
-        if not before and (s is None or s["cycle"] > 0):
-            return None  # no swapping in the first cycle
-        cut = s["chunk"] if s is not None and s["cycle"] == 0 else None
-        ms = [r[1] for r in con.execute("SELECT chunk, wall_ms FROM chunk_times WHERE run_id = ? AND cycle = 0 "
-                                        "ORDER BY chunk", (rid,)) if cut is None or (r[0] < cut) == before]
-        return statistics.mean(ms) * _per_quarter_node(con, rid) if ms else None
-    return get
-
-
-@functools.lru_cache(maxsize=32)
-def _topology(name: str, text: str):
-    try:
-        return topologies.parse(text, Path(f"{name}.toml"))
-    except topologies.TopologyError:
-        return None  # a topology file this vmlab no longer accepts: hops unknown
-
-
-def _hops(con, rid) -> list[int] | None:
-    """Hops from the node of the CPU memeater was pinned to, from the run's own topology."""
-    r = run_of(con, rid)
-    topo, cpu = _topology(r["topology"], r["topology_toml"]), params(con, rid).get("cpu")
-    ok = topo is not None and isinstance(cpu, int) and 0 <= cpu < topo.cpus
-    return list(topo.hops[cpu // topo.cpus_per_node]) if ok else None
-
-
-def _ms_at_hop(h: int) -> Callable:
-    def get(con, rid):
-        hops = _hops(con, rid)
-        ms = [r[1] for r in con.execute("SELECT main_node, wall_ms FROM chunk_times WHERE run_id = ? AND cycle = 0",
-                                        (rid,)) if hops and r[0] is not None and r[0] < len(hops) and hops[r[0]] == h]
-        return statistics.mean(ms) * _per_quarter_node(con, rid) if ms else None
-    return get
-
-
-def _free_at_hop(h: int) -> Callable:
-    """Mean free memory of the nodes h hops from home after the last chunk of the first cycle."""
-    def get(con, rid):
-        hops = _hops(con, rid)
-        last = con.execute("SELECT MAX(chunk) FROM chunk_times WHERE run_id = ? AND cycle = 0", (rid,)).fetchone()[0]
-        free = _free_at(con, rid, 0, last) if last is not None else []
-        at = [kib / 1024 for n, kib in enumerate(free) if hops and n < len(hops) and hops[n] == h]
-        return statistics.mean(at) if at else None
-    return get
-
-
-def _memeater_rows(con, run_ids) -> tuple:
-    hops = max((max(h) for h in (_hops(con, r) for r in run_ids) if h), default=-1)
-    cycles = con.execute(f"SELECT DISTINCT cycle FROM memeater_cycles WHERE run_id IN "
-                         f"({', '.join('?' * len(run_ids))}) ORDER BY cycle", run_ids).fetchall()
-    return (
-        Row("touched", "memory touched before swapping began (all, if none)", "nodes' worth", _touched),
-        Row("filled", "nodes filled when swapping began", "nodes",
-            _at_swap_start(lambda c, r, free: sum(1 for k in free if k <= FILLED_KIB))),
-        Row("free_nodes", "nodes with free memory when swapping began", "nodes",
-            _at_swap_start(lambda c, r, free: sum(1 for k in free if k > FILLED_KIB))),
-        Row("free_pct", "free memory when swapping began", "% of memory",
-            _at_swap_start(lambda c, r, free: 100 * sum(free) / 1024
-                           / (run_of(c, r)["nodes"] * run_of(c, r)["memory_mib_per_node"]))),
-        Row("cycle", "cycle in which swapping began", "cycle",
-            lambda con, rid: None if _swap_start(con, rid) is None else float(_swap_start(con, rid)["cycle"])),
-        Row("ms_before", "ms per quarter node (the seed's 1 GB chunk) before swapping, first cycle", "ms", _ms(True)),
-        Row("ms_after", "ms per quarter node (the seed's 1 GB chunk) once swapping, first cycle", "ms", _ms(False)),
-        *(Row(f"ms_hop{h}", f"ms per quarter node {h} hop{'' if h == 1 else 's'} from home, first cycle", "ms",
-              _ms_at_hop(h))
-          for h in range(hops + 1)),
-        *(Row(f"swap_c{c[0]}", f"swap used after cycle {c[0]}", "MiB",
-              scalar(f"SELECT swap_used_kib FROM memeater_cycles WHERE run_id = ? AND cycle = {int(c[0])}", 1 / 1024))
-          for c in cycles),
-        Row("swap_peak", "swap used at the peak", "MiB", fig("memeater.swap_peak_kib", 1 / 1024)),
-        Row("pswpout", "pages swapped out", "pages", delta("pswpout")),
-        *(Row(f"free_hop{h}", f"free memory per node {h} hop{'' if h == 1 else 's'} from home, end of first cycle",
-              "MiB", _free_at_hop(h)) for h in range(hops + 1)),
-    )
-
-
-S004 = Seed(
-    "004", "HP GS1280 (32 CPUs, 4x8 torus, 128 GB, Tru64 5.1B), virtual memory problem (2005)",
-    "004_a7c680989fc1af5f.txt", "memeater", ("Tru64 5.1B-PK4", "Tru64 patched (May 2005)"),
-    {"vanilla": "Tru64 patched (May 2005)", "zone-reclaim-auto": "Tru64 5.1B-PK4",
-     "vanilla, zone_reclaim_mode=5": "Tru64 5.1B-PK4"},
-    "6.1 allocates on other nodes before reclaiming locally; zone-reclaim-auto (mode 1) reclaims clean page "
-    "cache on the local node first; zone_reclaim_mode=5 also unmaps the program's pages there into swap (without "
-    "mode 2 it writes none to disk), the local paging of Tru64's RADs in 6.1's terms",
-    (Table("fill order, time per quarter node (the seed's 1 GB chunk), swap and free memory",
-           _memeater_rows, (Headline("touched", "memory touched before swapping began"),)),),
-    by_machine=True, param_columns=("zone_reclaim_mode", "cache_frac"))
 
 SEEDS = {s.id: s for s in (S000, S001, S002, S003, S004)}

@@ -17,7 +17,7 @@ import topologies as T
 from analysis import compare, db, pages
 from analysis.profile import KERNEL
 from analysis.rows import insert
-from seeds import report as seeds, runs as seed_runs, tables as seed_tables
+from seeds import report as seeds, runs as seed_runs, table002, table004, tables as seed_tables
 from tests.e2e import REPO
 from tests.test_report import rec, store
 
@@ -761,14 +761,14 @@ def test_fork_page_work_per_job_and_its_correlation_with_jobs(tmp_path):
                            ("_raw_spin_lock", KERNEL, 5e9)))
         rids.append(rid)
     ro = db.connect(tmp_path / "r.db", readonly=True)
-    assert [round(seed_tables._page_work_us(ro, r), 6) for r in rids] == [40, 30, 10]
-    notes = seed_tables._fork_notes(ro, rids)
+    assert [round(table002._page_work_us(ro, r), 6) for r in rids] == [40, 30, 10]
+    notes = table002._fork_notes(ro, rids)
     line = next(n for n in notes if n.startswith("jobs/min against fork and exit page work"))
     assert "8 CPUs (x86-2s, timing detailed), 3 runs" in line and "Pearson r = -0.98" in line
     # the whole run's page work: 400, 450, 200 us x jobs against 600, 900, 1200 jobs/min
     assert f"not per job: r = {statistics.correlation([600, 900, 1200], [400, 450, 200]):+.2f}" in line
     # two runs are too few for a correlation
-    assert not any(n.startswith("jobs/min against") for n in seed_tables._fork_notes(ro, rids[:2]))
+    assert not any(n.startswith("jobs/min against") for n in table002._fork_notes(ro, rids[:2]))
 
 
 def test_the_seeds_fix_by_memory_size_is_a_note_under_000(tmp_path):
@@ -835,12 +835,12 @@ def test_004s_chunk_times_are_per_quarter_node_whatever_the_chunk(tmp_path):
                     run_key="sixteen", params_json=json.dumps({"cpu": 0, "chunk_mib": 16, "chunks": 16, "cycles": 1,
                                                                "fill_frac": 0.125}))
     ro = db.connect(tmp_path / "r.db", readonly=True)
-    before = seed_tables._ms(True)
+    before = table004._ms(True)
     assert before(ro, one) == pytest.approx(16 * before(ro, sixteen))
-    assert seed_tables._ms_at_hop(0)(ro, one) == pytest.approx(16 * seed_tables._ms_at_hop(0)(ro, sixteen))
+    assert table004._ms_at_hop(0)(ro, one) == pytest.approx(16 * table004._ms_at_hop(0)(ro, sixteen))
     # neither swapped: the run that filled what memeater's fill_frac asks bounds the swap point from below
     # (all it touched, 4 nodes' worth); 16 MiB of a shortened run bounds nothing
-    assert seed_tables._touched(ro, sixteen) == 4.0 and seed_tables._touched(ro, one) is None
+    assert table004._touched(ro, sixteen) == 4.0 and table004._touched(ro, one) is None
 
 
 def test_repeats_needed_to_tell_two_kernels_apart():
