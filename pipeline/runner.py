@@ -26,6 +26,7 @@ from pathlib import Path
 
 from analysis import db
 from pipeline import merge, worker
+from pipeline.pace import Pace, clock
 from pipeline.study import Study
 
 DONE = ("ok",)
@@ -39,6 +40,7 @@ class Tally:
     failed: int = 0
     lost: int = 0
     retried: int = 0
+    deferred: int = 0              # not started: they would end after the stop time
     running: int = 0
     wall_s: float = 0.0
     lines: list[str] = field(default_factory=list)
@@ -213,10 +215,27 @@ def _rmtree(p: Path) -> None:
     shutil.rmtree(p, ignore_errors=True)
 
 
+def _fitting(queue: list, pace: Pace, stop_at: float, tally: Tally) -> list:
+    """The queued runs that should end before stop_at at their pace so far
+    (pipeline/pace.py); the others stay pending for the next start."""
+    keep, t = [], time.time()
+    for r in queue:
+        est, whose = pace.expected(r.axes)
+        if t + (est or 0) <= stop_at:
+            keep.append(r)
+            continue
+        tally.deferred += 1
+        tally.lines.append(f"{_label(r)}: not started: " + (
+            f"at {whose} pace ({est / 60:.0f} min) it would end after {clock(stop_at)}" if est
+            else f"past {clock(stop_at)}"))
+    return keep
+
+
 def execute(study: Study, dbpath: Path, pool, retries: int = 2, rerun: bool = False, build=None,
-            progress=None, stored=None) -> tuple[int, Tally]:
+            progress=None, stored=None, stop_at: float | None = None) -> tuple[int, Tally]:
     """Run what is missing of `study` on `pool`; (study id, tally).
-    stored(con, key): called once a run of `key` is in the database."""
+    stored(con, key): called once a run of `key` is in the database.
+    stop_at (epoch seconds): start only runs that should end before it."""
     dbpath = Path(dbpath).resolve()
     con = db.connect(dbpath)
     sid = register(con, study)
@@ -239,9 +258,12 @@ def execute(study: Study, dbpath: Path, pool, retries: int = 2, rerun: bool = Fa
     queue = list(todo)
     live: dict = {}  # future -> key
     t0 = time.monotonic()
+    pace = Pace.of_study(con, sid) if stop_at is not None else None
     mine = Claim(workroot)  # from the first task this coordinator starts to its last
     try:
         while queue or live:
+            if pace is not None and queue:
+                queue = _fitting(queue, pace, stop_at, tally)
             while queue and len(live) < pool.workers:
                 r = queue.pop(0)
                 if not rerun and attempts[r.key] == 0 and con.execute(
@@ -285,6 +307,8 @@ def execute(study: Study, dbpath: Path, pool, retries: int = 2, rerun: bool = Fa
                     queue.append(r)
                 else:
                     record(con, sid, key, status, run_id, where)
+                    if pace is not None and run_id and status == "ok":
+                        pace.add(r.axes, con.execute("SELECT wall_s FROM runs WHERE id = ?", (run_id,)).fetchone()[0])
                     if stored and run_id:
                         try:
                             stored(con, key)

@@ -33,6 +33,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--page", metavar="FILE", help="also write the tables as a Markdown results page (e.g. "
                                                   "docs/results/seeds.md) saying how the runs were produced")
     studycli.add_archive(p)
+    studycli.add_stop_by(p)
     return p
 
 
@@ -49,7 +50,8 @@ def main(argv: list[str]) -> int:
             print(f"error: studies/seeds.toml: no [[matrix]] block for seed(s) {' '.join(a.seeds)}", file=sys.stderr)
             return 2
         sid, _ = studycli.run(SEEDS_STUDY, dbpath, groups=groups, workers=a.workers, dask=a.dask, report=False,
-                              topologies=a.topology, boot=a.boot, archive=a.archive)
+                              topologies=a.topology, boot=a.boot, archive=a.archive,
+                              stop_at=studycli.stop_time(a.stop_by))
     elif a.archive:  # the folder and the database made one: what each lacks, from the other
         from pipeline import study
         studycli.load_archive(dbpath, a.archive)

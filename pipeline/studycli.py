@@ -32,7 +32,25 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--boot", action="store_true", help="every run boots instead of restoring the machine's "
                    "snapshot after boot (recorded as the study \"NAME (booted)\")")
     add_archive(p)
+    add_stop_by(p)
     return p
+
+
+def add_stop_by(p) -> None:
+    p.add_argument("--stop-by", metavar="TIME", help="start only runs that should end by TIME (HH:MM, the next "
+                   "one; an ISO date and time; or +DURATION: +90m, +2h30m) at the pace of the study's runs so far "
+                   "of their kind, else of their block (pipeline/pace.py), then stop with nothing cut short; "
+                   "the rest stay to do for the next start")
+
+
+def stop_time(text: str | None) -> float | None:
+    from pipeline.pace import parse_stop
+    if text is None:
+        return None
+    try:
+        return parse_stop(text)
+    except ValueError as e:
+        fail(f"--stop-by: {e}")
 
 
 def add_archive(p) -> None:
@@ -127,11 +145,12 @@ class Progress:
 
 
 def run(study_path, dbpath: Path, groups=None, workers=None, dask=None, retries=2, rerun=False,
-        report=True, topologies=None, boot=False, archive=None) -> tuple[int, bool]:
+        report=True, topologies=None, boot=False, archive=None, stop_at: float | None = None) -> tuple[int, bool]:
     """Load, run what is missing, print the tally (and write the report);
     (study id, every run ok). Bad input exits 2 before anything runs."""
     from analysis import db
     from pipeline import archive as archive_mod, pools, runner, study as study_mod
+    from pipeline.pace import clock
     if workers is not None and not 1 <= workers <= 256:
         fail(f"--workers: expected 1 to 256, got {workers}")
     if not 0 <= retries <= 10:
@@ -156,7 +175,8 @@ def run(study_path, dbpath: Path, groups=None, workers=None, dask=None, retries=
     load_archive(dbpath, archive)
     try:
         sid, t = runner.execute(st, dbpath, pool, retries=retries, rerun=rerun, build=build, progress=prog,
-                                stored=archive and (lambda con, key: archive_mod.export(con, Path(archive), {key})))
+                                stored=archive and (lambda con, key: archive_mod.export(con, Path(archive), {key})),
+                                stop_at=stop_at)
     except KeyboardInterrupt:
         prog.stop()
         save_archive(dbpath, archive, {r.key for r in st.runs})
@@ -167,7 +187,9 @@ def run(study_path, dbpath: Path, groups=None, workers=None, dask=None, retries=
     con = db.connect(dbpath)
     counts = runner.status_counts(con, sid)
     print(f"study {sid} ({st.name}): {len(st.runs)} runs: {t.skipped} already done, {t.ok} ok, {t.failed} failed, "
-          f"{t.lost} lost, {t.retried} retried; {t.wall_s:.0f} s on {pool.where}")
+          f"{t.lost} lost, {t.retried} retried"
+          + (f", {t.deferred} not started (they would end after {clock(stop_at)}: --stop-by)" if t.deferred else "")
+          + f"; {t.wall_s:.0f} s on {pool.where}")
     print("  by status in the database: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     if report:
         from analysis import report as report_mod
@@ -192,6 +214,7 @@ def main(argv: list[str]) -> int:
             print(f"{r.position:4d} {r.key[:12]} {'ok  ' if ok else 'todo'} {runner._label(r)}")
         print(f"{len(st.runs)} runs")
         return 0
+    stop_at = stop_time(a.stop_by)
     _, all_ok = run(a.file, dbpath, workers=a.workers, dask=a.dask, retries=a.retries, rerun=a.rerun,
-                    report=not a.no_report, boot=a.boot, archive=a.archive)
+                    report=not a.no_report, boot=a.boot, archive=a.archive, stop_at=stop_at)
     return 0 if all_ok else 1
