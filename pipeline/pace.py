@@ -11,10 +11,11 @@ pace comes first."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import statistics
 import time
-from datetime import datetime, timedelta
+from datetime import datetime, time as dtime, timedelta
 
 
 def kind(axes: dict) -> str:
@@ -22,66 +23,81 @@ def kind(axes: dict) -> str:
 
 
 class Pace:
-    def __init__(self) -> None:
-        self.by_kind: dict[str, list[float]] = {}
-        self.by_block: dict[str, list[float]] = {}
+    """Wall times of a study's ok runs by kind and by block, this host's
+    apart: another host's (a run merged from an archive) may be faster or
+    slower, so it counts only where this host has none. A run's wall time is
+    its own (restore, guest, its records), not an image build or a first
+    snapshot it waited for."""
 
-    def add(self, axes: dict, wall_s: float | None) -> None:
+    def __init__(self, host: str | None = None) -> None:
+        self.host = host
+        self.walls: dict[tuple[str, str, bool], list[float]] = {}  # (by, what, this host's) -> walls
+
+    def add(self, axes: dict, wall_s: float | None, host: str | None = None) -> None:
         if not wall_s:  # a run without a wall time says nothing of the pace
             return
-        self.by_kind.setdefault(kind(axes), []).append(wall_s)
+        here = self.host is None or host == self.host
+        self.walls.setdefault(("kind", kind(axes), here), []).append(wall_s)
         if "block" in axes:
-            self.by_block.setdefault(str(axes["block"]), []).append(wall_s)
+            self.walls.setdefault(("block", str(axes["block"]), here), []).append(wall_s)
 
     def expected(self, axes: dict) -> tuple[float | None, str]:
-        """(seconds, whose pace: "its kind's" / "its block's"), or (None, "")."""
-        if walls := self.by_kind.get(kind(axes)):
-            return statistics.mean(walls), "its kind's"
-        if walls := self.by_block.get(str(axes.get("block"))):
-            return statistics.mean(walls), "its block's"
+        """(seconds, whose pace: "its kind's runs" or "its block's runs", either
+        "on other hosts"), or (None, "")."""
+        for by, what in (("kind", kind(axes)), ("block", str(axes.get("block")))):
+            for here in (True, False):
+                if walls := self.walls.get((by, what, here)):
+                    return statistics.mean(walls), f"its {by}'s runs" + ("" if here else " on other hosts")
         return None, ""
 
     @classmethod
-    def of_study(cls, con: sqlite3.Connection, sid: int) -> Pace:
-        p = cls()
-        for axes, wall in con.execute("SELECT s.axes_json, r.wall_s FROM study_runs s JOIN runs r ON r.id = s.run_id "
-                                      "WHERE s.study_id = ? AND r.status = 'ok'", (sid,)):
-            p.add(json.loads(axes), wall)
+    def of_study(cls, con: sqlite3.Connection, sid: int, host: str | None = None) -> Pace:
+        p = cls(host)
+        for axes, wall, h in con.execute("SELECT s.axes_json, r.wall_s, r.host FROM study_runs s "
+                                         "JOIN runs r ON r.id = s.run_id WHERE s.study_id = ? AND r.status = 'ok'",
+                                         (sid,)):
+            p.add(json.loads(axes), wall, h)
         return p
+
+
+EXPECTED = "expected HH:MM, an ISO date and time, or +DURATION such as +90m or +1h30m"
 
 
 def parse_stop(text: str, now: datetime | None = None) -> float:
     """A stop time as epoch seconds: HH:MM (the next one, local time), an ISO
-    date and time, or +DURATION (+90m, +2h, +1h30m). ValueError says what was expected."""
-    now = now or datetime.now().astimezone()
+    date and time (local unless it names its offset), or +DURATION (+90m,
+    +2h, +1h30m). now: naive local time (tests). ValueError says what was
+    expected, or that the time is already past."""
+    now = now or datetime.now()
     t = text.strip()
-    if t.startswith("+"):
-        rest, total, num = t[1:], 0.0, ""
-        for ch in rest:
-            if ch.isdigit():
-                num += ch
-            elif ch in "hms" and num:
-                total += int(num) * {"h": 3600, "m": 60, "s": 1}[ch]
-                num = ""
-            else:
-                num = "x"
-                break
-        if num or not rest or total <= 0:
-            raise ValueError(f"expected HH:MM, an ISO date and time, or +DURATION such as +90m or +1h30m, got {text!r}")
+    if m := re.fullmatch(r"\+(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", t):
+        total = sum(int(x or 0) * k for x, k in zip(m.groups(), (3600, 60, 1)))
+        if total <= 0:
+            raise ValueError(f"{EXPECTED}, got {text!r}")
         return now.timestamp() + total
+    if m := re.fullmatch(r"(\d{1,2}):(\d{2})", t):
+        h, mi = int(m[1]), int(m[2])
+        if h > 23 or mi > 59:
+            raise ValueError(f"{EXPECTED}, got {text!r}")
+        at = datetime.combine(now.date(), dtime(h, mi))  # naive local: the zone's own rules (DST) apply
+        if at <= now:
+            at = datetime.combine(now.date() + timedelta(days=1), dtime(h, mi))  # 01:00 said at 23:00 is tonight's
+        return at.timestamp()
     try:
-        hm = datetime.strptime(t, "%H:%M")
+        at = datetime.fromisoformat(t)
     except ValueError:
-        try:
-            at = datetime.fromisoformat(t)
-        except ValueError:
-            raise ValueError(f"expected HH:MM, an ISO date and time, or +DURATION such as +90m or +1h30m, "
-                             f"got {text!r}") from None
-        return (at if at.tzinfo else at.astimezone()).timestamp()
-    at = now.replace(hour=hm.hour, minute=hm.minute, second=0, microsecond=0)
-    if at <= now:
-        at += timedelta(days=1)  # 01:00 said at 23:00 is tonight's
-    return at.timestamp()
+        raise ValueError(f"{EXPECTED}, got {text!r}") from None
+    if "T" not in t and " " not in t:
+        raise ValueError(f"{EXPECTED} (a date alone is not a time), got {text!r}")
+    stamp = at.timestamp()  # naive: local time
+    if stamp <= now.timestamp():
+        raise ValueError(f"{text!r} is already past (now {now:%Y-%m-%d %H:%M})")
+    return stamp
+
+
+def when(epoch: float) -> str:
+    """A stop time as the user should see it once resolved: date, time and zone."""
+    return time.strftime("%Y-%m-%d %H:%M %Z", time.localtime(epoch))
 
 
 def clock(epoch: float) -> str:

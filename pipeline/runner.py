@@ -16,6 +16,7 @@ import fcntl
 import json
 import os
 import signal
+import socket
 import sqlite3
 import sys
 import tempfile
@@ -215,18 +216,20 @@ def _rmtree(p: Path) -> None:
     shutil.rmtree(p, ignore_errors=True)
 
 
-def _fitting(queue: list, pace: Pace, stop_at: float, tally: Tally) -> list:
+def _fitting(con, queue: list, pace: Pace, stop_at: float, tally: Tally, attempts: dict) -> list:
     """The queued runs that should end before stop_at at their pace so far
-    (pipeline/pace.py); the others stay pending for the next start."""
+    (pipeline/pace.py); the others stay pending for the next start. A key
+    another coordinator has finished stays queued, for the skip below."""
     keep, t = [], time.time()
     for r in queue:
         est, whose = pace.expected(r.axes)
-        if t + (est or 0) <= stop_at:
+        if t + (est or 0) <= stop_at or con.execute(
+                "SELECT 1 FROM runs WHERE run_key = ? AND status = 'ok'", (r.key,)).fetchone():
             keep.append(r)
             continue
         tally.deferred += 1
-        tally.lines.append(f"{_label(r)}: not started: " + (
-            f"at {whose} pace ({est / 60:.0f} min) it would end after {clock(stop_at)}" if est
+        tally.lines.append(f"{_label(r)}: not started{' again' if attempts.get(r.key) else ''}: " + (
+            f"at the pace of {whose} ({est / 60:.0f} min) it would end after {clock(stop_at)}" if est
             else f"past {clock(stop_at)}"))
     return keep
 
@@ -258,12 +261,13 @@ def execute(study: Study, dbpath: Path, pool, retries: int = 2, rerun: bool = Fa
     queue = list(todo)
     live: dict = {}  # future -> key
     t0 = time.monotonic()
-    pace = Pace.of_study(con, sid) if stop_at is not None else None
+    here = socket.gethostname()
+    pace = Pace.of_study(con, sid, here) if stop_at is not None else None
     mine = Claim(workroot)  # from the first task this coordinator starts to its last
     try:
         while queue or live:
             if pace is not None and queue:
-                queue = _fitting(queue, pace, stop_at, tally)
+                queue = _fitting(con, queue, pace, stop_at, tally, attempts)
             while queue and len(live) < pool.workers:
                 r = queue.pop(0)
                 if not rerun and attempts[r.key] == 0 and con.execute(
@@ -307,8 +311,8 @@ def execute(study: Study, dbpath: Path, pool, retries: int = 2, rerun: bool = Fa
                     queue.append(r)
                 else:
                     record(con, sid, key, status, run_id, where)
-                    if pace is not None and run_id and status == "ok":
-                        pace.add(r.axes, con.execute("SELECT wall_s FROM runs WHERE id = ?", (run_id,)).fetchone()[0])
+                    if pace is not None:  # with what this and any other coordinator of the study finished
+                        pace = Pace.of_study(con, sid, here)
                     if stored and run_id:
                         try:
                             stored(con, key)

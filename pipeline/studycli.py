@@ -39,8 +39,9 @@ def parser() -> argparse.ArgumentParser:
 def add_stop_by(p) -> None:
     p.add_argument("--stop-by", metavar="TIME", help="start only runs that should end by TIME (HH:MM, the next "
                    "one; an ISO date and time; or +DURATION: +90m, +2h30m) at the pace of the study's runs so far "
-                   "of their kind, else of their block (pipeline/pace.py), then stop with nothing cut short; "
-                   "the rest stay to do for the next start")
+                   "of their kind (this host's first), else of their block (pipeline/pace.py), then stop with nothing "
+                   "cut short; a run with no such run yet starts if before TIME and may end after it; the rest "
+                   "stay to do for the next start (exit status 1, as any study with runs left)")
 
 
 def stop_time(text: str | None) -> float | None:
@@ -134,7 +135,7 @@ class Progress:
         for line in t.lines[self.shown:]:
             (self.bar.console.print if self.bar else lambda m: print(m, file=sys.stderr, flush=True))(f"  {line}")
         self.shown = len(t.lines)
-        done = t.skipped + t.ok + t.failed + t.lost
+        done = t.skipped + t.ok + t.failed + t.lost + t.deferred
         state = f"ok {t.ok + t.skipped} · running {t.running} · failed {t.failed + t.lost}"
         if self.bar:
             self.bar.update(self.task, completed=done, state=state)
@@ -150,7 +151,7 @@ def run(study_path, dbpath: Path, groups=None, workers=None, dask=None, retries=
     (study id, every run ok). Bad input exits 2 before anything runs."""
     from analysis import db
     from pipeline import archive as archive_mod, pools, runner, study as study_mod
-    from pipeline.pace import clock
+    from pipeline.pace import clock, when
     if workers is not None and not 1 <= workers <= 256:
         fail(f"--workers: expected 1 to 256, got {workers}")
     if not 0 <= retries <= 10:
@@ -173,6 +174,8 @@ def run(study_path, dbpath: Path, groups=None, workers=None, dask=None, retries=
     from pipeline.worker import take_stop_signals
     take_stop_signals()  # a coordinator started with SIGINT ignored can still be stopped, and stop its workers
     load_archive(dbpath, archive)
+    if stop_at is not None:
+        print(f"stop by {when(stop_at)}: only runs that should end by then start", file=sys.stderr, flush=True)
     try:
         sid, t = runner.execute(st, dbpath, pool, retries=retries, rerun=rerun, build=build, progress=prog,
                                 stored=archive and (lambda con, key: archive_mod.export(con, Path(archive), {key})),
