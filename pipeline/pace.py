@@ -1,6 +1,7 @@
 """What a planned run of a study should cost this host: the mean wall time of
 the study's ok runs of its kind (its axes but the repeat: machine, kernel,
-flavor, disk, parameters, block), else of its block's, else unknown.
+flavor, disk, parameters, block), else of its block's, else the slowest
+kind's so far, else unknown.
 
 A study given a stop time (`--stop-by`) starts only the runs that should end
 before it, so a campaign on a host it has for a while (a session, a batch
@@ -43,11 +44,18 @@ class Pace:
 
     def expected(self, axes: dict) -> tuple[float | None, str]:
         """(seconds, whose pace: "its kind's runs" or "its block's runs", either
-        "on other hosts"), or (None, "")."""
+        "on other hosts", or the slowest kind's when it has neither), or (None, "")
+        when the study has no ok run with a wall time."""
         for by, what in (("kind", kind(axes)), ("block", str(axes.get("block")))):
             for here in (True, False):
                 if walls := self.walls.get((by, what, here)):
                     return statistics.mean(walls), f"its {by}'s runs" + ("" if here else " on other hosts")
+        # none of its kind or block yet: the slowest kind so far, not nothing (a block of hour-long runs
+        # started minutes before the stop would be cut short)
+        for here in (True, False):
+            means = [statistics.mean(w) for (by, _, h), w in self.walls.items() if by == "kind" and h == here]
+            if means:
+                return max(means), "the slowest kind's runs (none of its own yet)"
         return None, ""
 
     @classmethod

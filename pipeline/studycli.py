@@ -40,7 +40,7 @@ def add_stop_by(p) -> None:
     p.add_argument("--stop-by", metavar="TIME", help="start only runs that should end by TIME (HH:MM, the next "
                    "one; an ISO date and time; or +DURATION: +90m, +2h30m) at the pace of the study's runs so far "
                    "of their kind (this host's first), else of their block (pipeline/pace.py), then stop with nothing "
-                   "cut short; a run with no such run yet starts if before TIME and may end after it; the rest "
+                   "cut short; a run with neither is paced as the slowest kind so far; the rest "
                    "stay to do for the next start (exit status 1, as any study with runs left)")
 
 

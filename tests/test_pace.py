@@ -26,7 +26,10 @@ def test_a_run_is_paced_by_its_kind_then_its_block_this_host_s_runs_first():
     assert p.expected({"kernel": "a", "block": "b1", "repeat": 3}) == (900, "its kind's runs")
     assert p.expected({"kernel": "e", "block": "b1", "repeat": 0}) == (620, "its block's runs")
     assert p.expected({"kernel": "f", "block": "b3", "repeat": 1}) == (300, "its kind's runs on other hosts")
-    assert p.expected({"kernel": "d", "block": "b2", "repeat": 1}) == (None, "")
+    # neither its kind nor its block has a run: the slowest kind so far (this host's)
+    slowest = "the slowest kind's runs (none of its own yet)"
+    assert p.expected({"kernel": "d", "block": "b2", "repeat": 1}) == (900, slowest)
+    assert Pace("here").expected({"kernel": "a"}) == (None, "")  # nothing done yet: unknown, it starts
 
 
 def test_stop_times_parse_and_bad_ones_say_what_was_expected():
