@@ -216,22 +216,17 @@ def _rmtree(p: Path) -> None:
     shutil.rmtree(p, ignore_errors=True)
 
 
-def _fitting(con, queue: list, pace: Pace, stop_at: float, tally: Tally, attempts: dict) -> list:
-    """The queued runs that should end before stop_at at their pace so far
-    (pipeline/pace.py); the others stay pending for the next start. A key
-    another coordinator has finished stays queued, for the skip below."""
-    keep, t = [], time.time()
-    for r in queue:
-        est, whose = pace.expected(r.axes)
-        if t + (est or 0) <= stop_at or con.execute(
-                "SELECT 1 FROM runs WHERE run_key = ? AND status = 'ok'", (r.key,)).fetchone():
-            keep.append(r)
-            continue
-        tally.deferred += 1
-        tally.lines.append(f"{_label(r)}: not started{' again' if attempts.get(r.key) else ''}: " + (
-            f"at the pace of {whose} ({est / 60:.0f} min) it would end after {clock(stop_at)}" if est
-            else f"past {clock(stop_at)}"))
-    return keep
+def _fits(r, pace: Pace, stop_at: float, tally: Tally, attempts: dict) -> bool:
+    """Whether run r should end before stop_at at its pace so far
+    (pipeline/pace.py); if not, it is counted and stays pending for the next start."""
+    est, whose = pace.expected(r.axes)
+    if time.time() + (est or 0) <= stop_at:
+        return True
+    tally.deferred += 1
+    tally.lines.append(f"{_label(r)}: not started{' again' if attempts.get(r.key) else ''}: " + (
+        f"at the pace of {whose} ({est / 60:.0f} min) it would end after {clock(stop_at)}" if est
+        else f"past {clock(stop_at)}"))
+    return False
 
 
 def execute(study: Study, dbpath: Path, pool, retries: int = 2, rerun: bool = False, build=None,
@@ -266,8 +261,6 @@ def execute(study: Study, dbpath: Path, pool, retries: int = 2, rerun: bool = Fa
     mine = Claim(workroot)  # from the first task this coordinator starts to its last
     try:
         while queue or live:
-            if pace is not None and queue:
-                queue = _fitting(con, queue, pace, stop_at, tally, attempts)
             while queue and len(live) < pool.workers:
                 r = queue.pop(0)
                 if not rerun and attempts[r.key] == 0 and con.execute(
@@ -280,6 +273,8 @@ def execute(study: Study, dbpath: Path, pool, retries: int = 2, rerun: bool = Fa
                 other = live_owner(workroot / r.key)
                 if other and other != mine.path.name:  # another lane of this study runs it: its result, not ours
                     tally.lines.append(f"{_label(r)}: running under another coordinator ({other}); left to it")
+                    continue
+                if pace is not None and not _fits(r, pace, stop_at, tally, attempts):  # judged as a worker frees
                     continue
                 attempts[r.key] += 1
                 _rmtree(workroot / r.key)  # a lost attempt's files: its run was not merged
