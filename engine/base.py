@@ -31,6 +31,19 @@ class RegionError(RuntimeError):
     """A checkpoint or region run that did not end at its stop."""
 
 
+# How a guest that ended on its own failed: its experiment's exit status, or
+# a kernel panic. From a restored snapshot the guest repeats exactly, so such
+# a failure is the run's result, not chance (timeouts and a QEMU that died
+# are the host's, and are run again).
+EXIT_STATUS = "experiment exited with status"
+PANIC_LINE = "Kernel panic - not syncing:"
+GUEST_FAILURES = (EXIT_STATUS, PANIC_LINE)
+
+
+def failed_in_guest(reason: str | None) -> bool:
+    return bool(reason) and reason.startswith(GUEST_FAILURES)
+
+
 @dataclass
 class Outcome:
     """How a supervised guest ended."""

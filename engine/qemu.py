@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from engine.base import Outcome
+from engine.base import EXIT_STATUS, PANIC_LINE, Outcome
 from engine.machine import QUANTUM_NS, Machine
 from protocol import records as rec
 
@@ -230,7 +230,7 @@ def boot_timeout_s(topo, mode: str, slowdown: float = 1.0) -> float:
     return (90 + 3 * per_cpu * topo.cpus) * slowdown
 
 
-PANIC = re.compile(r"Kernel panic - not syncing:.*")
+PANIC = re.compile(re.escape(PANIC_LINE) + ".*")
 VCPU_CLOCK = re.compile(r"^vmlab-clock: cpu (\d+) insns (\d+) stall_ps (\d+) clock_ps (\d+)$", re.M)
 
 
@@ -329,7 +329,7 @@ def supervise(cmd: list[str], console: Path, qemu_log: Path, boot_timeout: float
         if end_at is not None:
             status, reason = "ok", ""
             if parsed.first("end").body.get("rc", 0) != 0:
-                status, reason = "failed", f"experiment exited with status {parsed.first('end').body.get('rc')}"
+                status, reason = "failed", f"{EXIT_STATUS} {parsed.first('end').body.get('rc')}"
         elif reason:
             status = "failed"
         else:

@@ -1,7 +1,8 @@
-"""The study coordinator: register a study's runs, skip keys already `ok`,
-send the rest to a pool, merge each finished run into the study's database
-as it arrives (the coordinator is its only writer), retry runs whose worker
-died, and leave everything resumable at any moment.
+"""The study coordinator: register a study's runs, skip keys already `ok`
+(or settled by a failure in the guest on a restored start), send the rest
+to a pool, merge each finished run into the study's database as it
+arrives (the coordinator is its only writer), retry runs whose worker died,
+and leave everything resumable at any moment.
 
 A killed coordinator loses no finished run: local tasks write into
 work/<study>/<key>/ beside the database, and the next start merges what
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis import db
+from engine.base import failed_in_guest
 from pipeline import merge, worker
 from pipeline.pace import Pace, clock
 from pipeline.study import Study
@@ -42,6 +44,7 @@ class Tally:
     lost: int = 0
     retried: int = 0
     deferred: int = 0              # not started: they would end after the stop time
+    settled: int = 0               # of skipped: their last run failed in the guest (settled_failures)
     running: int = 0
     wall_s: float = 0.0
     lines: list[str] = field(default_factory=list)
@@ -78,6 +81,22 @@ def link_done(con: sqlite3.Connection, sid: int) -> int:
               AND EXISTS (SELECT 1 FROM runs WHERE runs.run_key = study_runs.key AND runs.status = 'ok')""",
                         (now(), sid)).rowcount
     return n
+
+
+def settled_failures(con: sqlite3.Connection, keys) -> dict[str, tuple[int, str]]:
+    """Keys of `keys` with no ok run whose latest run failed in the guest
+    (its experiment's exit status, a panic) on a restored start: {key: (run
+    id, reason)}. A restored guest repeats exactly, so running such a key
+    again costs its whole run to fail the same way (--rerun-failed does)."""
+    out = {}
+    for key, rid, reason in con.execute("""
+            SELECT r.run_key, r.id, r.reason FROM runs r
+            WHERE r.id = (SELECT MAX(id) FROM runs WHERE run_key = r.run_key AND status IN ('ok', 'failed'))
+              AND r.status = 'failed' AND r.start = 'restored'
+              AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.run_key = r.run_key AND o.status = 'ok')"""):
+        if key in keys and failed_in_guest(reason):
+            out[key] = (rid, reason)
+    return out
 
 
 def keep_console(d: Path, text: bytes) -> Path:
@@ -216,6 +235,22 @@ def _rmtree(p: Path) -> None:
     shutil.rmtree(p, ignore_errors=True)
 
 
+def _settle(con, sid: int, runs, tally: Tally) -> dict:
+    """Of `runs`, the keys settled by a failure in the guest (settled_failures):
+    their study rows point at that run, and the tally says so."""
+    settled = settled_failures(con, {r.key for r in runs})
+    tally.settled += len(settled)
+    for r in runs:
+        if r.key in settled:
+            rid, reason = settled[r.key]
+            with con:
+                con.execute("UPDATE study_runs SET status = 'failed', run_id = ?, updated_at = ? "
+                            "WHERE study_id = ? AND key = ?", (rid, now(), sid, r.key))
+            tally.lines.append(f"{_label(r)}: run {rid} failed in the guest ({reason[:80]}) from the restored "
+                               "snapshot, which repeats exactly: not run again (--rerun-failed does)")
+    return settled
+
+
 def _fits(r, pace: Pace, stop_at: float, tally: Tally, attempts: dict) -> bool:
     """Whether run r should end before stop_at at its pace so far
     (pipeline/pace.py); if not, it is counted and stays pending for the next start."""
@@ -230,10 +265,12 @@ def _fits(r, pace: Pace, stop_at: float, tally: Tally, attempts: dict) -> bool:
 
 
 def execute(study: Study, dbpath: Path, pool, retries: int = 2, rerun: bool = False, build=None,
-            progress=None, stored=None, stop_at: float | None = None) -> tuple[int, Tally]:
+            progress=None, stored=None, stop_at: float | None = None,
+            rerun_failed: bool = False) -> tuple[int, Tally]:
     """Run what is missing of `study` on `pool`; (study id, tally).
     stored(con, key): called once a run of `key` is in the database.
-    stop_at (epoch seconds): start only runs that should end before it."""
+    stop_at (epoch seconds): start only runs that should end before it.
+    rerun_failed: run again the keys a failure in the guest settled."""
     dbpath = Path(dbpath).resolve()
     con = db.connect(dbpath)
     sid = register(con, study)
@@ -248,6 +285,8 @@ def execute(study: Study, dbpath: Path, pool, retries: int = 2, rerun: bool = Fa
         link_done(con, sid)
     state = {k: s for k, s in con.execute("SELECT key, status FROM study_runs WHERE study_id = ?", (sid,))}
     todo = [r for r in study.runs if rerun or state.get(r.key) not in DONE]
+    settled = {} if rerun or rerun_failed else _settle(con, sid, todo, tally)
+    todo = [r for r in todo if r.key not in settled]
     tally.skipped = len(study.runs) - len(todo)
     if build is not None and todo:
         build(todo)  # images once per cache, before the pool fans out
@@ -263,8 +302,9 @@ def execute(study: Study, dbpath: Path, pool, retries: int = 2, rerun: bool = Fa
         while queue or live:
             while queue and len(live) < pool.workers:
                 r = queue.pop(0)
-                if not rerun and attempts[r.key] == 0 and con.execute(
-                        "SELECT 1 FROM runs WHERE run_key = ? AND status = 'ok'", (r.key,)).fetchone():
+                if not rerun and attempts[r.key] == 0 and (con.execute(
+                        "SELECT 1 FROM runs WHERE run_key = ? AND status = 'ok'", (r.key,)).fetchone()
+                        or not rerun_failed and _settle(con, sid, [r], tally)):
                     # another coordinator of the study finished it since this one started
                     link_done(con, sid)
                     tally.skipped += 1

@@ -32,6 +32,7 @@ def parser() -> argparse.ArgumentParser:
                    "snapshot (another study; the tables show one start per column)")
     p.add_argument("--page", metavar="FILE", help="also write the tables as a Markdown results page (e.g. "
                                                   "docs/results/seeds.md) saying how the runs were produced")
+    studycli.add_rerun_failed(p)
     studycli.add_archive(p)
     studycli.add_stop_by(p)
     return p
@@ -51,7 +52,7 @@ def main(argv: list[str]) -> int:
             return 2
         sid, _ = studycli.run(SEEDS_STUDY, dbpath, groups=groups, workers=a.workers, dask=a.dask, report=False,
                               topologies=a.topology, boot=a.boot, archive=a.archive,
-                              stop_at=studycli.stop_time(a.stop_by))
+                              stop_at=studycli.stop_time(a.stop_by), rerun_failed=a.rerun_failed)
     elif a.archive:  # the folder and the database made one: what each lacks, from the other
         from pipeline import study
         studycli.load_archive(dbpath, a.archive)

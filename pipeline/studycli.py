@@ -1,6 +1,6 @@
 """`./run.py study FILE`: run what is missing of a study, then write its
 report. Options: --workers N (local pool), --dask ADDRESS, --retries,
---rerun, --dry-run (list the runs and their keys), --no-report."""
+--rerun, --rerun-failed, --dry-run (list the runs and their keys), --no-report."""
 from __future__ import annotations
 
 import argparse
@@ -31,9 +31,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-report", action="store_true", help="do not write the report at the end")
     p.add_argument("--boot", action="store_true", help="every run boots instead of restoring the machine's "
                    "snapshot after boot (recorded as the study \"NAME (booted)\")")
+    add_rerun_failed(p)
     add_archive(p)
     add_stop_by(p)
     return p
+
+
+def add_rerun_failed(p) -> None:
+    p.add_argument("--rerun-failed", action="store_true", help="run again the keys whose last run failed in the "
+                   "guest (its program's exit status, a kernel panic) from the restored snapshot; by default such "
+                   "a key is settled, as the guest would repeat the failure exactly (timeouts and lost runs are "
+                   "always run again)")
 
 
 def add_stop_by(p) -> None:
@@ -146,7 +154,8 @@ class Progress:
 
 
 def run(study_path, dbpath: Path, groups=None, workers=None, dask=None, retries=2, rerun=False,
-        report=True, topologies=None, boot=False, archive=None, stop_at: float | None = None) -> tuple[int, bool]:
+        report=True, topologies=None, boot=False, archive=None, stop_at: float | None = None,
+        rerun_failed: bool = False) -> tuple[int, bool]:
     """Load, run what is missing, print the tally (and write the report);
     (study id, every run ok). Bad input exits 2 before anything runs."""
     from analysis import db
@@ -179,7 +188,7 @@ def run(study_path, dbpath: Path, groups=None, workers=None, dask=None, retries=
     try:
         sid, t = runner.execute(st, dbpath, pool, retries=retries, rerun=rerun, build=build, progress=prog,
                                 stored=archive and (lambda con, key: archive_mod.export(con, Path(archive), {key})),
-                                stop_at=stop_at)
+                                stop_at=stop_at, rerun_failed=rerun_failed)
     except KeyboardInterrupt:
         prog.stop()
         save_archive(dbpath, archive, {r.key for r in st.runs})
@@ -189,7 +198,9 @@ def run(study_path, dbpath: Path, groups=None, workers=None, dask=None, retries=
     save_archive(dbpath, archive, {r.key for r in st.runs})
     con = db.connect(dbpath)
     counts = runner.status_counts(con, sid)
-    print(f"study {sid} ({st.name}): {len(st.runs)} runs: {t.skipped} already done, {t.ok} ok, {t.failed} failed, "
+    print(f"study {sid} ({st.name}): {len(st.runs)} runs: {t.skipped} already done"
+          + (f" ({t.settled} of them failed in the guest, not run again: --rerun-failed)" if t.settled else "")
+          + f", {t.ok} ok, {t.failed} failed, "
           f"{t.lost} lost, {t.retried} retried"
           + (f", {t.deferred} not started (they would end after {clock(stop_at)}: --stop-by)" if t.deferred else "")
           + f"; {t.wall_s:.0f} s on {pool.where}")
@@ -212,12 +223,16 @@ def main(argv: list[str]) -> int:
             fail(str(e))
         load_archive(dbpath, a.archive)  # what the folder has is done
         con = db.connect(dbpath) if dbpath.exists() else None
+        settled = runner.settled_failures(con, {r.key for r in st.runs}) if con else {}
         for r in st.runs:
             ok = con and con.execute("SELECT 1 FROM runs WHERE run_key = ? AND status = 'ok'", (r.key,)).fetchone()
-            print(f"{r.position:4d} {r.key[:12]} {'ok  ' if ok else 'todo'} {runner._label(r)}")
+            state = "ok  " if ok else "fail" if r.key in settled else "todo"
+            print(f"{r.position:4d} {r.key[:12]} {state} {runner._label(r)}"
+                  + (f" (run {settled[r.key][0]}: {settled[r.key][1][:60]})" if r.key in settled else ""))
         print(f"{len(st.runs)} runs")
         return 0
     stop_at = stop_time(a.stop_by)
     _, all_ok = run(a.file, dbpath, workers=a.workers, dask=a.dask, retries=a.retries, rerun=a.rerun,
-                    report=not a.no_report, boot=a.boot, archive=a.archive, stop_at=stop_at)
+                    report=not a.no_report, boot=a.boot, archive=a.archive, stop_at=stop_at,
+                    rerun_failed=a.rerun_failed)
     return 0 if all_ok else 1

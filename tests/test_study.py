@@ -133,14 +133,14 @@ def test_a_bad_study_is_one_line_naming_the_file_and_field(tmp_path, text, field
 TOPO = topologies.load("x86-2s")
 
 
-def worker_db(path: Path, key: str, status="ok", host="w1", n_metrics=3) -> bytes:
+def worker_db(path: Path, key: str, status="ok", host="w1", n_metrics=3, reason=None, start="booted") -> bytes:
     con = db.connect(path)
-    rid = db.start_run(con, run_start(TOPO, run_key=key, host=host, started_at=f"t-{key}"))
+    rid = db.start_run(con, run_start(TOPO, run_key=key, host=host, started_at=f"t-{key}", start=start))
     # hang rows off the run in two tables, so remapping is visible
     with con:
         insert(con, "metrics", [{"run_id": rid, "name": f"m{i}", "value": i, "unit": "x"} for i in range(n_metrics)])
         insert(con, "vcpu_clocks", [{"run_id": rid, "cpu": 0, "insns": 5, "stall_ps": 0, "clock_ps": 9}])
-    con.execute("UPDATE runs SET status = ? WHERE id = ?", (status, rid))
+    con.execute("UPDATE runs SET status = ?, reason = ? WHERE id = ?", (status, reason, rid))
     con.commit()
     con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     con.execute("PRAGMA journal_mode=DELETE")
@@ -184,8 +184,9 @@ class FakePool:
     workers = 2
     where = "fake pool"
 
-    def __init__(self, tmp, die=(), fail=(), console: bytes | None = None):
-        self.tmp, self.die, self.fail = tmp, set(die), set(fail)
+    def __init__(self, tmp, die=(), fail=(), console: bytes | None = None, reason="timeout: ran past 9 s",
+                 start="booted"):
+        self.tmp, self.die, self.fail, self.reason, self.start = tmp, set(die), set(fail), reason, start
         self.console = zlib.compress(console) if console is not None else None
         self.submitted = []
         self.lock = threading.Lock()
@@ -198,8 +199,9 @@ class FakePool:
         if key in self.die and n == 1:
             f.set_exception(RuntimeError("worker died"))
         else:
-            data = worker_db(self.tmp / f"w-{key[:8]}-{n}.db", key, "failed" if key in self.fail else "ok",
-                             host=f"w{n}")
+            failed = key in self.fail
+            data = worker_db(self.tmp / f"w-{key[:8]}-{n}.db", key, "failed" if failed else "ok",
+                             host=f"w{n}", reason=self.reason if failed else None, start=self.start)
             f.set_result({"db": data, "console": self.console, "where": f"w{n}", "rc": 0})
         return f
 
@@ -243,6 +245,50 @@ def test_a_failed_run_keeps_its_own_console_when_its_key_runs_again(tmp_path):
     assert rows[0]["log_path"] != rows[1]["log_path"]
     assert Path(rows[0]["log_path"]).read_bytes() == b"Kernel panic first\n"
     assert Path(rows[1]["log_path"]).read_bytes() == b"second: ok\n"
+
+
+@pytest.mark.parametrize("reason, start, settled", [
+    ("experiment exited with status 137", "restored", True),
+    ("Kernel panic - not syncing: Out of memory and no killable processes...", "restored", True),
+    ("experiment exited with status 137", "booted", False),   # a booted guest need not repeat itself
+    ("timeout: experiment ran past 2682 s", "restored", False),  # the host's, not the guest's
+    ("guest stopped before its end record (QEMU exit status -9)", "restored", False),
+])
+def test_a_failure_in_a_restored_guest_settles_its_key_unless_asked(tmp_path, reason, start, settled):
+    """A restored guest repeats exactly, so its own failure (exit status,
+    panic) is the key's result; a timeout or a booted run is run again, and
+    --rerun-failed runs a settled key again."""
+    s = study.load(write(tmp_path, BASE))
+    k = s.runs[0].key
+    sid, _ = runner.execute(s, tmp_path / "study.db", FakePool(tmp_path, fail=[k], reason=reason, start=start))
+    again = FakePool(tmp_path, start=start)
+    _, t = runner.execute(s, tmp_path / "study.db", again)
+    assert again.submitted == ([] if settled else [k])
+    assert t.settled == (1 if settled else 0) and t.skipped == len(s.runs) - (0 if settled else 1)
+    con = db.connect(tmp_path / "study.db")
+    row = con.execute("SELECT status, run_id FROM study_runs WHERE study_id = ? AND key = ?", (sid, k)).fetchone()
+    assert row["status"] == ("failed" if settled else "ok")
+    assert con.execute("SELECT run_key FROM runs WHERE id = ?", (row["run_id"],)).fetchone()[0] == k
+    if settled:
+        forced = FakePool(tmp_path, start=start)
+        _, t3 = runner.execute(s, tmp_path / "study.db", forced, rerun_failed=True)
+        assert forced.submitted == [k] and t3.ok == 1 and t3.settled == 0
+
+
+def test_a_settled_key_stays_settled_in_a_database_made_from_the_archive(tmp_path):
+    """A campaign moved to another host merges its folder into a new
+    database: the settling failure comes with it, so the key is not run."""
+    from pipeline import archive
+    s = study.load(write(tmp_path, BASE))
+    k = s.runs[1].key
+    runner.execute(s, tmp_path / "a.db", FakePool(tmp_path, fail=[k], reason="experiment exited with status 1",
+                                                  start="restored"))
+    archive.export(db.connect(tmp_path / "a.db"), tmp_path / "folder")
+    dbb = tmp_path / "b.db"
+    archive.load(db.connect(dbb), dbb, tmp_path / "folder")
+    pool = FakePool(tmp_path, start="restored")
+    _, t = runner.execute(s, dbb, pool)
+    assert pool.submitted == [] and t.settled == 1 and t.skipped == len(s.runs)
 
 
 def test_a_key_another_coordinator_finished_meanwhile_is_not_run_again(tmp_path):
