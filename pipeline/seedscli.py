@@ -69,12 +69,11 @@ def main(argv: list[str]) -> int:
     tables = list(dict.fromkeys(s.split("-")[0] for s in a.seeds))  # a block's seed: its table
     seed_groups = [n for sd in tables for n in seed_runs.block_names(SEEDS_STUDY.read_text(), sd)] or None
     from images.kernel import BuildError
-    from pipeline import study
+    from pipeline import pace, study
     from pipeline.spec import InputError
     try:
-        # a run's kind: what it runs but its repeat (the page costs the rest at each kind's pace)
-        planned = [(r.key, r.axes.get("block"), tuple(sorted((k, str(v)) for k, v in r.axes.items()
-                                                             if k != "repeat")))
+        # a run's kind, as --stop-by paces it: what it runs but its repeat (the page costs the rest by kind)
+        planned = [(r.key, r.axes.get("block"), pace.kind(r.axes))
                    for r in study.load(SEEDS_STUDY, groups=seed_groups, boot=a.boot).runs]
     except (InputError, BuildError) as err:  # a key names its kernel's source: not installed is one line
         print(f"error: {err}", file=sys.stderr)

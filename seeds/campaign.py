@@ -2,7 +2,8 @@
 plans have got, what they have cost this host, and what the rest will cost.
 
 A planned run is (key, block) or (key, block, kind): kind names what it runs
-apart from its repeat (machine, kernel, flavor, disk, parameters). Runs of one
+apart from its repeat (machine, kernel, flavor, disk, parameters), as
+pipeline/pace.py's `kind` does for --stop-by. Runs of one
 block can cost very different wall times (000 on gs1280-8: vanilla minutes,
 the period set's storm an hour, priced instruction by instruction), so a run
 still to do is costed at the mean of the runs done of its kind, and only where
