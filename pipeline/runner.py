@@ -45,6 +45,7 @@ class Tally:
     retried: int = 0
     deferred: int = 0              # not started: they would end after the stop time
     settled: int = 0               # of skipped: their last run failed in the guest (settled_failures)
+    elsewhere: int = 0             # running under another coordinator of the study: its to store
     running: int = 0
     wall_s: float = 0.0
     lines: list[str] = field(default_factory=list)
@@ -312,6 +313,7 @@ def execute(study: Study, dbpath: Path, pool, retries: int = 2, rerun: bool = Fa
                     continue
                 other = live_owner(workroot / r.key)
                 if other and other != mine.path.name:  # another lane of this study runs it: its result, not ours
+                    tally.elsewhere += 1
                     tally.lines.append(f"{_label(r)}: running under another coordinator ({other}); left to it")
                     continue
                 if pace is not None and not _fits(r, pace, stop_at, tally, attempts):  # judged as a worker frees

@@ -143,7 +143,7 @@ class Progress:
         for line in t.lines[self.shown:]:
             (self.bar.console.print if self.bar else lambda m: print(m, file=sys.stderr, flush=True))(f"  {line}")
         self.shown = len(t.lines)
-        done = t.skipped + t.ok + t.failed + t.lost + t.deferred
+        done = t.skipped + t.ok + t.failed + t.lost + t.deferred + t.elsewhere
         state = f"ok {t.ok + t.skipped} · running {t.running} · failed {t.failed + t.lost}"
         if self.bar:
             self.bar.update(self.task, completed=done, state=state)
@@ -203,6 +203,7 @@ def run(study_path, dbpath: Path, groups=None, workers=None, dask=None, retries=
           + f", {t.ok} ok, {t.failed} failed, "
           f"{t.lost} lost, {t.retried} retried"
           + (f", {t.deferred} not started (they would end after {clock(stop_at)}: --stop-by)" if t.deferred else "")
+          + (f", {t.elsewhere} left to another coordinator running them" if t.elsewhere else "")
           + f"; {t.wall_s:.0f} s on {pool.where}")
     print("  by status in the database: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     if report:

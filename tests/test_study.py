@@ -426,7 +426,7 @@ def test_a_second_coordinator_of_the_same_study_leaves_the_first_ones_tasks_alon
     _, t = runner.execute(s, tmp_path / "study.db", pool)
     assert s.runs[0].key not in pool.submitted and (wd / "run.db").exists()
     assert any("another coordinator" in line for line in t.lines) and not any("adopted" in x for x in t.lines)
-    assert len(pool.submitted) == len(s.runs) - 1
+    assert len(pool.submitted) == len(s.runs) - 1 and t.elsewhere == 1
     first.release()                                 # the first coordinator dies
     _, t2 = runner.execute(s, tmp_path / "study.db", FakePool(tmp_path))
     assert any("adopted" in line for line in t2.lines) and not wd.exists()
