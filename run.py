@@ -20,6 +20,7 @@ import argparse
 import importlib
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import NoReturn
 
@@ -346,10 +347,18 @@ def cmd_snapshots(argv) -> int:
 
 def cmd_test(argv) -> int:
     """The test suite, slow end-to-end tests included: arguments go to pytest (`-m "not slow"`: the fast suite).
-    On every core (xdist, a file per worker: most e2e tests drive one single-threaded guest); `-n 0`: one process."""
+    On every core (xdist, a file per worker: most e2e tests drive one single-threaded guest); `-n 0`: one process.
+    Each test's time goes to a JUnit XML file under the cache's test-reports/ (the last ten are kept), so what a
+    cold suite spends its time on can be read after the run, CI's included."""
     if not any(a.startswith(("-n", "--numprocesses", "--dist", "no:xdist")) for a in argv):
         # in the order tests/conftest.py gives (builds first), not xdist's most-tests-first
         argv = ["-n", "auto", "--dist", "loadfile", "--no-loadscope-reorder", *argv]
+    if not any(a.startswith(("--junitxml", "--junit-xml")) for a in argv):
+        reports = bootstrap.cache_dir() / "test-reports"
+        reports.mkdir(parents=True, exist_ok=True)
+        for old in sorted(reports.glob("junit-*.xml"))[:-9]:
+            old.unlink(missing_ok=True)
+        argv = [f"--junitxml={reports / time.strftime('junit-%Y%m%d-%H%M%S.xml')}", *argv]
     return subprocess.call([sys.executable, "-m", "pytest", *argv], cwd=REPO)
 
 

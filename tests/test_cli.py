@@ -105,3 +105,28 @@ def test_show_prints_the_stored_summary_and_names_a_missing_run(tmp_path):
     assert show("1").stdout.strip() == summary.render(con, 1).strip()
     bad = show("9")
     assert bad.returncode == 2 and bad.stderr.strip() == f"error: {tmp_path / 'r.db'}: no run 9"
+
+
+def test_the_test_command_keeps_each_suite_s_times_and_only_the_last_ten(tmp_path, monkeypatch):
+    """What a cold suite (CI's) spent its time on stays readable after it:
+    pytest writes a JUnit file per run under the cache, old ones pruned; a
+    --junitxml of the caller's own is left as it is."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("vmlab_run", REPO / "run.py")
+    run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run)
+    monkeypatch.setenv("VMLAB_CACHE", str(tmp_path))
+    calls = []
+    monkeypatch.setattr(run.subprocess, "call", lambda argv, cwd=None: calls.append(argv) or 0)
+    reports = tmp_path / "test-reports"
+    reports.mkdir()
+    for i in range(12):
+        (reports / f"junit-20260101-0000{i:02d}.xml").write_text("<testsuites/>")
+    assert run.cmd_test(["-m", "not slow"]) == 0
+    junit = [a for a in calls[0] if a.startswith("--junitxml=")]
+    assert len(junit) == 1 and junit[0].split("=", 1)[1].startswith(str(reports / "junit-"))
+    assert "-n" in calls[0] and calls[0][-2:] == ["-m", "not slow"]
+    kept = sorted(p.name for p in reports.glob("junit-*.xml"))
+    assert len(kept) == 9 and kept[0] == "junit-20260101-000003.xml"  # with this run's file: ten
+    run.cmd_test(["--junitxml=mine.xml"])
+    assert [a for a in calls[1] if a.startswith("--junitxml")] == ["--junitxml=mine.xml"]
