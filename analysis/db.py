@@ -20,6 +20,7 @@ from pathlib import Path
 from analysis import experiment_results, ingest as core_ingest
 from analysis.runrow import RunEnd, RunStart
 from analysis.schema import MIGRATIONS, SCHEMA_VERSION
+from engine.base import failed_in_guest
 
 # how long a writer waits for another connection's lock before failing
 BUSY_TIMEOUT_S = 120.0
@@ -177,3 +178,20 @@ def query(con: sqlite3.Connection, sql: str, params=()) -> tuple[list[str], list
     cur = con.execute(sql, params)
     cols = [d[0] for d in cur.description] if cur.description else []
     return cols, [tuple(r) for r in cur.fetchall()]
+
+
+def settled_failures(con: sqlite3.Connection, keys) -> dict[str, tuple[int, str]]:
+    """Keys of `keys` with no ok run whose latest run failed in the guest
+    (its experiment's exit status, a panic) on a restored start: {key: (run
+    id, reason)}. A restored guest repeats exactly, so such a failure is the
+    key's result: a study does not run the key again (unless --rerun-failed)
+    and the seeds' page counts it as run."""
+    out = {}
+    for key, rid, reason in con.execute("""
+            SELECT r.run_key, r.id, r.reason FROM runs r
+            WHERE r.id = (SELECT MAX(id) FROM runs WHERE run_key = r.run_key AND status IN ('ok', 'failed'))
+              AND r.status = 'failed' AND r.start = 'restored'
+              AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.run_key = r.run_key AND o.status = 'ok')"""):
+        if key in keys and failed_in_guest(reason):
+            out[key] = (rid, reason)
+    return out

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis import db
-from engine.base import failed_in_guest
 from pipeline import merge, worker
 from pipeline.pace import Pace, clock
 from pipeline.study import Study
@@ -44,7 +43,7 @@ class Tally:
     lost: int = 0
     retried: int = 0
     deferred: int = 0              # not started: they would end after the stop time
-    settled: int = 0               # of skipped: their last run failed in the guest (settled_failures)
+    settled: int = 0               # of skipped: their last run failed in the guest (analysis.db.settled_failures)
     elsewhere: int = 0             # running under another coordinator of the study: its to store
     running: int = 0
     wall_s: float = 0.0
@@ -82,22 +81,6 @@ def link_done(con: sqlite3.Connection, sid: int) -> int:
               AND EXISTS (SELECT 1 FROM runs WHERE runs.run_key = study_runs.key AND runs.status = 'ok')""",
                         (now(), sid)).rowcount
     return n
-
-
-def settled_failures(con: sqlite3.Connection, keys) -> dict[str, tuple[int, str]]:
-    """Keys of `keys` with no ok run whose latest run failed in the guest
-    (its experiment's exit status, a panic) on a restored start: {key: (run
-    id, reason)}. A restored guest repeats exactly, so running such a key
-    again costs its whole run to fail the same way (--rerun-failed does)."""
-    out = {}
-    for key, rid, reason in con.execute("""
-            SELECT r.run_key, r.id, r.reason FROM runs r
-            WHERE r.id = (SELECT MAX(id) FROM runs WHERE run_key = r.run_key AND status IN ('ok', 'failed'))
-              AND r.status = 'failed' AND r.start = 'restored'
-              AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.run_key = r.run_key AND o.status = 'ok')"""):
-        if key in keys and failed_in_guest(reason):
-            out[key] = (rid, reason)
-    return out
 
 
 def keep_console(d: Path, text: bytes) -> Path:
@@ -237,9 +220,9 @@ def _rmtree(p: Path) -> None:
 
 
 def _settle(con, sid: int, runs, tally: Tally) -> dict:
-    """Of `runs`, the keys settled by a failure in the guest (settled_failures):
+    """Of `runs`, the keys settled by a failure in the guest (analysis.db.settled_failures):
     their study rows point at that run, and the tally says so."""
-    settled = settled_failures(con, {r.key for r in runs})
+    settled = db.settled_failures(con, {r.key for r in runs})
     tally.settled += len(settled)
     for r in runs:
         if r.key in settled:

@@ -224,7 +224,7 @@ def main(argv: list[str]) -> int:
             fail(str(e))
         load_archive(dbpath, a.archive)  # what the folder has is done
         con = db.connect(dbpath) if dbpath.exists() else None
-        settled = runner.settled_failures(con, {r.key for r in st.runs}) if con else {}
+        settled = db.settled_failures(con, {r.key for r in st.runs}) if con else {}
         for r in st.runs:
             ok = con and con.execute("SELECT 1 FROM runs WHERE run_key = ? AND status = 'ok'", (r.key,)).fetchone()
             state = "ok  " if ok else "fail" if r.key in settled else "todo"

@@ -363,7 +363,9 @@ def print_tables(dbpath: str, seeds: list[str], study: int | None = None, page=N
         if note:
             text += "\n" + note + "\n"
         if page:
-            runs = pages.runs_of(con, [i for x in picked.values() for i in x])
+            # a key settled by a failure in the guest (analysis/db.py) is run: its failure is its result
+            settled = db.settled_failures(con, keys) if keys else {}
+            runs = pages.runs_of(con, [i for x in picked.values() for i in x] + [i for i, _ in settled.values()])
             pages.write(page[0], "Results: the seeds' tables", pages.provenance(runs, page[1], dbpath),
                         _page_body(wanted, tables, runs, planned or [], _axes(con, [r["id"] for r in runs]),
                                    note))
@@ -408,11 +410,13 @@ def _page_body(wanted, tables: dict, runs, planned, axes: dict, note: str = "") 
             body.append(f"No run of this seed yet: {sum(1 for p in todo if _seed(p[1]) == x)} planned.")
     body += ["", "## The campaign", ""] + campaign.section(runs, planned, block) + (["", note[0].upper() + note[1:]
                                                                                       + "."] if note else [])
-    body += ["", "## The runs", "", "| run | block | machine | kernel | flavor | repeat | key |",
-             "|---|---|---|---|---|---|---|"]
+    body += ["", "## The runs", "", "| run | block | machine | kernel | flavor | repeat | key | status |",
+             "|---|---|---|---|---|---|---|---|"]
     body += [f"| {r['id']} | {block(r)} | {r['topology']} | {r['patch_set']} | "
              f"{r['kernel_flavor']} | {axes.get(r['id'], {}).get('repeat', '-')} | "
-             f"`{(r['run_key'] or '-')[:KEY_CHARS]}` |" for r in sorted(runs, key=lambda r: r["id"])]
+             f"`{(r['run_key'] or '-')[:KEY_CHARS]}` | "
+             + ("ok" if r["status"] == "ok" else f"{r['status']} in the guest: {r['reason']}") + " |"
+             for r in sorted(runs, key=lambda r: r["id"])]
     return body
 
 

@@ -594,7 +594,7 @@ def test_the_page_lists_its_runs_keys_and_counts_what_the_campaign_has_not_run(b
     text = page.read_text()
     assert f"{len(keys)} of the {len(planned)} runs `studies/seeds.toml` plans at this checkout are on this page; " \
            "to run: 2 (001-mglru: 1, 000: 1)." in text
-    listed = re.findall(r"^\| (\d+) \| ([^|]+) \|.*\| `([^`]+)` \|$", text, re.M)
+    listed = re.findall(r"^\| (\d+) \| ([^|]+) \|.*\| `([^`]+)` \| ok \|$", text, re.M)
     assert {k[:16] for k in keys} <= {k for _, _, k in listed}
     assert {str(i) for i in shown} <= {r for r, _, _ in listed}
     # what the runs on the page cost, all blocks together: the campaign's wall time so far
@@ -616,6 +616,30 @@ def test_the_page_lists_its_runs_keys_and_counts_what_the_campaign_has_not_run(b
     assert seeds.print_tables(str(timed), [], ids["study"], page=(page, "CMD"), planned=more) == 0
     row = next(x for x in page.read_text().splitlines() if x.startswith(f"| {block} |"))
     assert row.endswith(f" | {sum(w) / len(w) / 3600:.2f} |")
+
+
+def test_a_key_settled_by_a_failure_in_the_restored_guest_is_run_on_the_page(built, tmp_path):
+    """A restored guest's own failure (the sort OOM-killed) is that key's
+    result: the page counts the key as run and lists the run with its
+    reason; the same failure on a booted start leaves the key to run."""
+    path, ids, con = built
+    shown = seed_runs.select_runs(con, "003", ids["study"])
+    keys = [con.execute("SELECT run_key FROM runs WHERE id = ?", (i,)).fetchone()[0] for i in shown]
+    oom_id, oom_key = con.execute("SELECT id, run_key FROM runs WHERE reason = 'experiment exited with status 1'"
+                                  ).fetchone()
+    planned = [(k, "003") for k in keys + [oom_key]]
+    page = tmp_path / "seeds.md"
+    for start, counted in (("booted", False), ("restored", True)):
+        copy = tmp_path / f"{start}.db"
+        shutil.copy(path, copy)
+        with db.connect(copy) as rw:
+            rw.execute("UPDATE runs SET start = ? WHERE id = ?", (start, oom_id))
+        assert seeds.print_tables(str(copy), ["003"], ids["study"], page=(page, "CMD"), planned=planned) == 0
+        text = page.read_text()
+        assert (f"{len(planned) - (0 if counted else 1)} of the {len(planned)} runs" in text), start
+        row = [x for x in text.splitlines() if x.startswith(f"| {oom_id} |")]
+        assert bool(row) == counted and (not row or row[0].endswith(
+            "| failed in the guest: experiment exited with status 1 |")), row
 
 
 def test_the_rest_of_a_block_is_costed_at_the_pace_of_each_runs_kind():
