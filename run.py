@@ -18,6 +18,7 @@ build/ (images/) -> engine/ (QEMU) -> analysis/ (SQLite, summary).
 """
 import argparse
 import importlib
+import os
 import subprocess
 import sys
 import time
@@ -353,13 +354,17 @@ def cmd_test(argv) -> int:
     if not any(a.startswith(("-n", "--numprocesses", "--dist", "no:xdist")) for a in argv):
         # in the order tests/conftest.py gives (builds first), not xdist's most-tests-first
         argv = ["-n", "auto", "--dist", "loadfile", "--no-loadscope-reorder", *argv]
-    if not any(a.startswith(("--junitxml", "--junit-xml")) for a in argv):
-        reports = bootstrap.cache_dir() / "test-reports"
+    reports = bootstrap.cache_dir() / "test-reports"
+    given = [*argv, *os.environ.get("PYTEST_ADDOPTS", "").split()]
+    own = any(a.startswith(("--junitxml", "--junit-xml")) for a in given)
+    if not own:
         reports.mkdir(parents=True, exist_ok=True)
-        for old in sorted(reports.glob("junit-*.xml"))[:-9]:
+        argv = [f"--junitxml={reports / time.strftime(f'junit-%Y%m%d-%H%M%S-{os.getpid()}.xml')}", *argv]
+    rc = subprocess.call([sys.executable, "-m", "pytest", *argv], cwd=REPO)
+    if not own:  # after the run: a --help or a bad argument writes no report and must not push one out
+        for old in sorted(reports.glob("junit-*.xml"), key=lambda p: p.stat().st_mtime)[:-10]:
             old.unlink(missing_ok=True)
-        argv = [f"--junitxml={reports / time.strftime('junit-%Y%m%d-%H%M%S.xml')}", *argv]
-    return subprocess.call([sys.executable, "-m", "pytest", *argv], cwd=REPO)
+    return rc
 
 
 def main(argv: list[str]) -> int:

@@ -181,17 +181,22 @@ def query(con: sqlite3.Connection, sql: str, params=()) -> tuple[list[str], list
 
 
 def settled_failures(con: sqlite3.Connection, keys) -> dict[str, tuple[int, str]]:
-    """Keys of `keys` with no ok run whose latest run failed in the guest
-    (its experiment's exit status, a panic) on a restored start: {key: (run
-    id, reason)}. A restored guest repeats exactly, so such a failure is the
+    """Keys of `keys` with no ok run whose last finished run (ok or failed,
+    by id: an aborted run is no result) failed in the guest (its
+    experiment's exit status, a panic) on a restored start: {key: (run id,
+    reason)}. A restored guest repeats exactly, so such a failure is the
     key's result: a study does not run the key again (unless --rerun-failed)
     and the seeds' page counts it as run."""
+    keys = list(keys)
     out = {}
-    for key, rid, reason in con.execute("""
-            SELECT r.run_key, r.id, r.reason FROM runs r
-            WHERE r.id = (SELECT MAX(id) FROM runs WHERE run_key = r.run_key AND status IN ('ok', 'failed'))
-              AND r.status = 'failed' AND r.start = 'restored'
-              AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.run_key = r.run_key AND o.status = 'ok')"""):
-        if key in keys and failed_in_guest(reason):
-            out[key] = (rid, reason)
+    for i in range(0, len(keys), 500):  # SQLite's bound on variables per statement
+        part = keys[i:i + 500]
+        for key, rid, reason in con.execute(f"""
+                SELECT r.run_key, r.id, r.reason FROM runs r
+                WHERE r.run_key IN ({','.join('?' * len(part))})
+                  AND r.id = (SELECT MAX(id) FROM runs WHERE run_key = r.run_key AND status IN ('ok', 'failed'))
+                  AND r.status = 'failed' AND r.start = 'restored'
+                  AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.run_key = r.run_key AND o.status = 'ok')""", part):
+            if failed_in_guest(reason):
+                out[key] = (rid, reason)
     return out

@@ -50,7 +50,7 @@ class Built:
 def build(cache: Path, variant, arch: str, experiment: str, timing: bool = False) -> Built:
     import timing as tm
     from engine import qemu_build
-    from images import kernel, kernel_build
+    from images import kernel
     kernel.check_variant(variant)
     kdir = kernel.artifact_dir(cache, variant)
     initrd = cache / "initramfs" / f"{arch}-{experiment}.cpio"
@@ -65,12 +65,12 @@ def build(cache: Path, variant, arch: str, experiment: str, timing: bool = False
     print(f"build: kernel {variant.label()}, initramfs {arch}/{experiment}, QEMU + vmlab series"
           f"{', timing plugin' if timing else ''} (cache {cache})", flush=True)
     # The kernel first, outside the build lock: it has its own lock per arch x
-    # flavor tree (images/kernel_build.build), so while one run compiles a kernel
+    # flavor tree (images/kernel.build), so while one run compiles a kernel
     # (minutes, a patch set's relink mostly on one core) runs whose images are
     # built go on, and another tree builds beside it (a cold CI: the lockstat
     # and the default tree at once). SCons below finds it built.
     try:
-        kernel_build.build(cache, variant)
+        kernel.build(cache, variant)
     except kernel.BuildError as e:  # a patch that does not apply, a missing source: one line
         raise BuildFailed(str(e), e.status) from None
     # SCons prints each action it runs (and "... is up to date" otherwise):

@@ -286,13 +286,15 @@ def execute(study: Study, dbpath: Path, pool, retries: int = 2, rerun: bool = Fa
         while queue or live:
             while queue and len(live) < pool.workers:
                 r = queue.pop(0)
-                if not rerun and attempts[r.key] == 0 and (con.execute(
-                        "SELECT 1 FROM runs WHERE run_key = ? AND status = 'ok'", (r.key,)).fetchone()
-                        or not rerun_failed and _settle(con, sid, [r], tally)):
+                if not rerun and attempts[r.key] == 0 and con.execute(
+                        "SELECT 1 FROM runs WHERE run_key = ? AND status = 'ok'", (r.key,)).fetchone():
                     # another coordinator of the study finished it since this one started
                     link_done(con, sid)
                     tally.skipped += 1
                     tally.lines.append(f"{_label(r)}: done meanwhile by another coordinator; skipped")
+                    continue
+                if not rerun and not rerun_failed and attempts[r.key] == 0 and _settle(con, sid, [r], tally):
+                    tally.skipped += 1  # another coordinator's run of it failed in the guest meanwhile: said above
                     continue
                 other = live_owner(workroot / r.key)
                 if other and other != mine.path.name:  # another lane of this study runs it: its result, not ours

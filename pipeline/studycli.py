@@ -144,7 +144,7 @@ class Progress:
             (self.bar.console.print if self.bar else lambda m: print(m, file=sys.stderr, flush=True))(f"  {line}")
         self.shown = len(t.lines)
         done = t.skipped + t.ok + t.failed + t.lost + t.deferred + t.elsewhere
-        state = f"ok {t.ok + t.skipped} · running {t.running} · failed {t.failed + t.lost}"
+        state = f"ok {t.ok + t.skipped - t.settled} · running {t.running} · failed {t.failed + t.lost + t.settled}"
         if self.bar:
             self.bar.update(self.task, completed=done, state=state)
 
@@ -224,7 +224,7 @@ def main(argv: list[str]) -> int:
             fail(str(e))
         load_archive(dbpath, a.archive)  # what the folder has is done
         con = db.connect(dbpath) if dbpath.exists() else None
-        settled = db.settled_failures(con, {r.key for r in st.runs}) if con else {}
+        settled = db.settled_failures(con, {r.key for r in st.runs}) if con and not a.rerun_failed else {}
         for r in st.runs:
             ok = con and con.execute("SELECT 1 FROM runs WHERE run_key = ? AND status = 'ok'", (r.key,)).fetchone()
             state = "ok  " if ok else "fail" if r.key in settled else "todo"

@@ -31,15 +31,20 @@ def section(runs, planned, block_of) -> list[str]:
     # what the runs cost this host, block by block: the campaign's wall time so far, and what a run takes
     walls: dict = {}
     kind_walls: dict = {}
+    timed: dict = {}
     for r in runs:
         w = r["wall_s"] or 0.0
         walls.setdefault(block_of(r), []).append(w)
-        if w and r["run_key"] in kind:  # a run without a wall time says nothing of the pace
+        # the pace, as --stop-by takes it (pipeline/pace.py): ok runs with a wall time (a guest that failed early
+        # says nothing of what a run of its kind takes; its wall time still counts in what the campaign cost)
+        if not w or ("status" in r.keys() and r["status"] != "ok"):
+            continue
+        timed.setdefault(block_of(r), []).append(w)
+        if r["run_key"] in kind:
             kind_walls.setdefault(kind[r["run_key"]], []).append(w)
     planned_per = Counter(p[1] for p in planned)
     # the rest, run by run: at its kind's mean so far, else its block's (one lane); nothing left is 0, a
     # block with no timed run leaves its runs unknown
-    timed = {b: [x for x in w if x] for b, w in walls.items()}
     rest: dict = {}
     by_kind = 0
     for p in todo:

@@ -407,7 +407,9 @@ def _page_body(wanted, tables: dict, runs, planned, axes: dict, note: str = "") 
         if x in tables:
             body += ["```", tables[x].rstrip(), "```"]
         else:
-            body.append(f"No run of this seed yet: {sum(1 for p in todo if _seed(p[1]) == x)} planned.")
+            failed = sum(1 for r in runs if r["status"] != "ok" and _seed(block(r)) == x)
+            body.append(f"No ok run of this seed yet: {sum(1 for p in todo if _seed(p[1]) == x)} to run"
+                        + (f", {failed} failed in the guest (The runs, below)" if failed else "") + ".")
     body += ["", "## The campaign", ""] + campaign.section(runs, planned, block) + (["", note[0].upper() + note[1:]
                                                                                       + "."] if note else [])
     body += ["", "## The runs", "", "| run | block | machine | kernel | flavor | repeat | key | status |",
@@ -415,9 +417,14 @@ def _page_body(wanted, tables: dict, runs, planned, axes: dict, note: str = "") 
     body += [f"| {r['id']} | {block(r)} | {r['topology']} | {r['patch_set']} | "
              f"{r['kernel_flavor']} | {axes.get(r['id'], {}).get('repeat', '-')} | "
              f"`{(r['run_key'] or '-')[:KEY_CHARS]}` | "
-             + ("ok" if r["status"] == "ok" else f"{r['status']} in the guest: {r['reason']}") + " |"
+             + ("ok" if r["status"] == "ok" else f"{r['status']} in the guest: {_md_cell(r['reason'])}") + " |"
              for r in sorted(runs, key=lambda r: r["id"])]
     return body
+
+
+def _md_cell(text) -> str:
+    """Text for a Markdown table cell: one line, its bars escaped."""
+    return " ".join(str(text or "-").split()).replace("|", "\\|")
 
 
 def _seed(block) -> str:

@@ -112,21 +112,38 @@ def test_the_test_command_keeps_each_suite_s_times_and_only_the_last_ten(tmp_pat
     pytest writes a JUnit file per run under the cache, old ones pruned; a
     --junitxml of the caller's own is left as it is."""
     import importlib.util
+    import os
+    from pathlib import Path
     spec = importlib.util.spec_from_file_location("vmlab_run", REPO / "run.py")
     run = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(run)
     monkeypatch.setenv("VMLAB_CACHE", str(tmp_path))
     calls = []
-    monkeypatch.setattr(run.subprocess, "call", lambda argv, cwd=None: calls.append(argv) or 0)
     reports = tmp_path / "test-reports"
     reports.mkdir()
     for i in range(12):
-        (reports / f"junit-20260101-0000{i:02d}.xml").write_text("<testsuites/>")
+        f = reports / f"junit-old-{i:02d}.xml"
+        f.write_text("<testsuites/>")
+        os.utime(f, (1e9 + i, 1e9 + i))  # oldest first
+
+    def pytest(argv, cwd=None):
+        calls.append(argv)
+        junit = [a for a in argv if a.startswith("--junitxml=")]
+        if junit:  # as pytest would
+            Path(junit[0].split("=", 1)[1]).write_text("<testsuites/>")
+        return 0
+    monkeypatch.setattr(run.subprocess, "call", pytest)
     assert run.cmd_test(["-m", "not slow"]) == 0
     junit = [a for a in calls[0] if a.startswith("--junitxml=")]
     assert len(junit) == 1 and junit[0].split("=", 1)[1].startswith(str(reports / "junit-"))
     assert "-n" in calls[0] and calls[0][-2:] == ["-m", "not slow"]
     kept = sorted(p.name for p in reports.glob("junit-*.xml"))
-    assert len(kept) == 9 and kept[0] == "junit-20260101-000003.xml"  # with this run's file: ten
-    run.cmd_test(["--junitxml=mine.xml"])
-    assert [a for a in calls[1] if a.startswith("--junitxml")] == ["--junitxml=mine.xml"]
+    assert len(kept) == 10 and "junit-old-02.xml" not in kept and "junit-old-03.xml" in kept  # this run's kept
+    mine = tmp_path / "mine.xml"
+    for own in ([f"--junitxml={mine}"], ["--junit-xml", str(mine)]):
+        run.cmd_test(own)
+        assert not [a for a in calls[-1] if a.startswith("--junitxml=") and a != f"--junitxml={mine}"]
+    monkeypatch.setenv("PYTEST_ADDOPTS", f"-q --junitxml={tmp_path / 'ci.xml'}")
+    run.cmd_test([])
+    assert not [a for a in calls[-1] if a.startswith("--junitxml")]
+    assert len(list(reports.glob("junit-*.xml"))) == 10

@@ -3,7 +3,7 @@ import stat
 
 import pytest
 
-from images import initramfs, kernel, kernel_build
+from images import initramfs, kernel
 from tests import bootstrapped
 
 
@@ -64,10 +64,10 @@ def test_config_check_catches_dropped_symbol(tmp_path):
     frag.write_text("CONFIG_NUMA=y\nCONFIG_NR_CPUS=64\n# comment\n")
     cfg = tmp_path / ".config"
     cfg.write_text("CONFIG_NUMA=y\nCONFIG_NR_CPUS=64\n")
-    kernel_build.check_config(cfg, [frag])
+    kernel.check_config(cfg, [frag])
     cfg.write_text("# CONFIG_NUMA is not set\nCONFIG_NR_CPUS=64\n")
     with pytest.raises(kernel.BuildError, match="line 1: CONFIG_NUMA=y was not taken"):
-        kernel_build.check_config(cfg, [frag])
+        kernel.check_config(cfg, [frag])
 
 
 def fake_source(tmp_path, monkeypatch, sets: dict):
@@ -95,7 +95,7 @@ def test_failing_patch_names_patch_and_hunk(tmp_path, monkeypatch):
     cache, _ = fake_source(tmp_path, monkeypatch, {"broken": {"0001-change-mm.patch":
         "--- a/mm/a.c\n+++ b/mm/a.c\n@@ -1,2 +1,2 @@\n-int a = 5;\n+int a = 6;\n int b = 2;\n"}})
     with pytest.raises(kernel.BuildError) as e:
-        kernel_build.work_source(cache, kernel.Variant(patchset="broken"))
+        kernel.work_source(cache, kernel.Variant(patchset="broken"))
     assert "0001-change-mm.patch does not apply" in str(e.value) and "Hunk #1 FAILED" in str(e.value)
 
 
@@ -111,7 +111,7 @@ def test_a_tree_of_another_source_version_starts_over_with_its_build_directory(t
     (work / ".vmlab-applied").write_text('{"patchset": "vanilla", "files": [], "source": "other_1-3"}')
     (cache / "build" / v.tree).mkdir(parents=True)
     (cache / "build" / v.tree / "a.o").write_text("old object")
-    out = kernel_build.work_source(cache, v)
+    out = kernel.work_source(cache, v)
     assert (out / "mm" / "a.c").read_text() == "int a = 1;\nint b = 2;\n"
     assert not (cache / "build" / v.tree / "a.o").exists()
     assert src.name in (out / ".vmlab-applied").read_text()
@@ -125,17 +125,17 @@ def test_switching_patch_sets_in_the_shared_tree(tmp_path, monkeypatch):
     a = "--- a/mm/a.c\n+++ b/mm/a.c\n@@ -1,2 +1,2 @@\n-int a = 1;\n+int a = 10;\n int b = 2;\n"
     c = "--- a/mm/c.c\n+++ b/mm/c.c\n@@ -1 +1 @@\n-int c = 3;\n+int c = 30;\n"
     cache, src = fake_source(tmp_path, monkeypatch, {"set-a": {"0001-a.patch": a}, "set-c": {"0001-c.patch": c}})
-    wa = kernel_build.work_source(cache, kernel.Variant(patchset="set-a"))
+    wa = kernel.work_source(cache, kernel.Variant(patchset="set-a"))
     assert (wa / "mm" / "a.c").read_text().startswith("int a = 10;")
     assert (wa / "mm" / "c.c").read_text() == "int c = 3;\n"
     old = (wa / "mm" / "a.c").stat().st_mtime_ns
     os.utime(src / "mm" / "a.c", ns=(1, 1))  # pristine files are old; a reverted copy must not be
-    wc = kernel_build.work_source(cache, kernel.Variant(patchset="set-c"))
+    wc = kernel.work_source(cache, kernel.Variant(patchset="set-c"))
     assert wc == wa
     assert (wc / "mm" / "a.c").read_text() == "int a = 1;\nint b = 2;\n"
     assert (wc / "mm" / "a.c").stat().st_mtime_ns >= old
     assert (wc / "mm" / "c.c").read_text() == "int c = 30;\n"
-    assert kernel_build.work_source(cache, kernel.Variant(patchset="vanilla")) == wa
+    assert kernel.work_source(cache, kernel.Variant(patchset="vanilla")) == wa
     assert (wa / "mm" / "c.c").read_text() == "int c = 3;\n"
     assert (wa / "mm" / "a.c").read_text().startswith("int a = 1;")
     # the pristine tree never changed
@@ -159,7 +159,7 @@ def test_shipped_patch_sets_are_complete(name):
     readme = (d / "README.md").read_text()
     assert "seed" in readme.lower() and "## What it changes" in readme
     patches = kernel.series(name)
-    assert patches and all(f.startswith(("mm/", "include/linux/rmap.h")) for f in kernel_build.patched_files(patches))
+    assert patches and all(f.startswith(("mm/", "include/linux/rmap.h")) for f in kernel.patched_files(patches))
     own = patches[-1].read_text()  # the set's own layer is last in its series ...
     # ... unless the set is other sets' layers only (seed 001's intermediate kernels)
     assert patches[-1].parent == d or all(p.parent != d for p in patches)
@@ -233,10 +233,10 @@ def test_arch_fixes_apply_after_the_patch_set(tmp_path, monkeypatch):
     monkeypatch.setattr(kernel, "PATCHES", tmp_path / "patches")
     monkeypatch.setattr(kernel, "ARCH_FIXES", tmp_path / "fixes")
     monkeypatch.setattr(kernel, "source_version", lambda: ver)
-    out = kernel_build.work_source(cache, kernel.Variant(arch="alpha", patchset="set"))
+    out = kernel.work_source(cache, kernel.Variant(arch="alpha", patchset="set"))
     assert (out / "mm.c").read_text() == "int a = 2;\n" and (out / "arch.c").read_text() == "int b = 2;\n"
     assert (src / "arch.c").read_text() == "int b = 1;\n"  # the pristine tree is untouched
-    x86 = kernel_build.work_source(cache, kernel.Variant(patchset="set"))
+    x86 = kernel.work_source(cache, kernel.Variant(patchset="set"))
     assert (x86 / "arch.c").read_text() == "int b = 1;\n" and x86 != out
 
 

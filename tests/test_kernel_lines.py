@@ -5,7 +5,7 @@ fragment, tree and key; a patch set says which lines it applies to; bad
 input is one line naming the option or the file and field, exit 2."""
 import pytest
 
-from images import kernel, kernel_build
+from images import kernel
 from tests import bootstrapped
 from tests.e2e import ENV, REPO, vmlab
 
@@ -68,10 +68,10 @@ def test_a_later_fragment_s_value_is_the_one_checked(tmp_path):
     own.write_text("CONFIG_NR_CPUS=128\n")
     cfg = tmp_path / ".config"
     cfg.write_text("CONFIG_NUMA=y\nCONFIG_NR_CPUS=128\n")
-    kernel_build.check_config(cfg, [base, own])
+    kernel.check_config(cfg, [base, own])
     cfg.write_text("CONFIG_NUMA=y\nCONFIG_NR_CPUS=64\n")
     with pytest.raises(kernel.BuildError, match="b.config: line 1: CONFIG_NR_CPUS=128 was not taken"):
-        kernel_build.check_config(cfg, [base, own])
+        kernel.check_config(cfg, [base, own])
 
 
 @pytest.mark.parametrize("args,expect", [

@@ -662,6 +662,11 @@ def test_the_rest_of_a_block_is_costed_at_the_pace_of_each_runs_kind():
     assert f"{4 * 1500 / 3600:.2f} |" not in row
     assert next(x for x in lines if x.startswith("| 002 |")).endswith(" | 0.00 |")
     assert any("3 of 4" in x for x in lines)  # how many were costed by their kind
+    # a run that failed in the guest after 10 s is run, and costs what it cost, but paces nothing:
+    # a2 at 450 s, s2 still at the storm's 3600 s and n0 at the ok runs' 1500 s
+    failed = runs[:3] + [{"run_key": "s1", "wall_s": 10.0, "b": "000-g", "status": "failed"}] + runs[3:]
+    row = next(x for x in campaign.section(failed, planned, lambda r: r["b"]) if x.startswith("| 000-g |"))
+    assert row == f"| 000-g | 7 | 4 | {(4500 + 10) / 3600:.2f} | 0.2-60.0 | {(450 + 3600 + 1500) / 3600:.2f} |"
     # without kinds (key, block), the block's mean as before
     plain = campaign.section(runs, [p[:2] for p in planned], lambda r: r["b"])
     assert next(x for x in plain if x.startswith("| 000-g |")).endswith(f" | {4 * 1500 / 3600:.2f} |")

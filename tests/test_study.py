@@ -315,6 +315,32 @@ def test_a_key_another_coordinator_finished_meanwhile_is_not_run_again(tmp_path)
     assert t.skipped == 1 and t.ok == len(keys) - 1
 
 
+def test_a_key_another_coordinator_s_restored_guest_failed_meanwhile_is_settled(tmp_path):
+    """The other lane's run of a key failed in the guest since this lane
+    took its list: that failure is the key's result, so this lane skips it
+    and says why, rather than run it to fail the same way."""
+    s = study.load(write(tmp_path, BASE))
+    keys = [r.key for r in s.runs]
+
+    class OtherLaneFails(FakePool):
+        workers = 1
+
+        def submit(self, key, spec_json, workdir=None):
+            if key == keys[0]:
+                other = db.connect(tmp_path / "study.db")
+                rid = db.start_run(other, run_start(TOPO, run_key=keys[1], started_at="other lane", start="restored"))
+                with other:
+                    other.execute("UPDATE runs SET status = 'failed', reason = 'experiment exited with status 137' "
+                                  "WHERE id = ?", (rid,))
+                other.close()
+            return super().submit(key, spec_json, workdir)
+
+    pool = OtherLaneFails(tmp_path, start="restored")
+    _, t = runner.execute(s, tmp_path / "study.db", pool)
+    assert keys[1] not in pool.submitted and t.settled == 1 and t.skipped == 1 and t.ok == len(keys) - 1
+    assert any("failed in the guest" in x for x in t.lines) and not any("done meanwhile" in x for x in t.lines)
+
+
 def test_a_run_done_outside_the_study_counts_for_its_key(tmp_path):
     s = study.load(write(tmp_path, BASE))
     con = db.connect(tmp_path / "study.db")
