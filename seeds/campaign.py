@@ -1,7 +1,8 @@
 """The generated page's campaign section: how far the runs `studies/seeds.toml`
 plans have got, what they have cost this host, and what the rest will cost.
 
-A planned run is (key, block) or (key, block, kind): kind names what it runs
+A planned run is (key, block), (key, block, kind) or (key, block, kind,
+repeat): kind names what it runs
 apart from its repeat (machine, kernel, flavor, disk, parameters), as
 pipeline/pace.py's `kind` does for --stop-by. Runs of one
 block can cost very different wall times (000 on gs1280-8: vanilla minutes,

@@ -330,7 +330,7 @@ def print_tables(dbpath: str, seeds: list[str], study: int | None = None, page=N
     the latest; bad input is one line on stderr and 2. page: (path, the
     command that makes it): the tables also become a results page, where a
     seed without runs yet is a section saying so. planned: the campaign as
-    this checkout defines it ([(run key, block, kind)], pipeline/seedscli.py;
+    this checkout defines it ([(run key, block, kind, repeat)], pipeline/seedscli.py;
     seeds/campaign.py): the
     page lists the key of every run it shows and counts those not run yet,
     so a page the checkout would no longer make is seen as stale."""
@@ -398,9 +398,13 @@ def _page_body(wanted, tables: dict, runs, planned, axes: dict, note: str = "") 
     # a run's block: its study row's, else the plan's for its key (a run made by ./run.py with the
     # block's spec and merged in has the key, not the study row)
     of_key = {p[0]: p[1] for p in planned}
+    repeat_of_key = {p[0]: p[3] for p in planned if len(p) > 3}
 
     def block(r) -> str:
         return axes.get(r["id"], {}).get("block") or of_key.get(r["run_key"], "-")
+
+    def repeat(r):
+        return axes.get(r["id"], {}).get("repeat", repeat_of_key.get(r["run_key"], "-"))
     body = []
     for x in wanted:
         body += ["", f"## Seed {x}", ""]
@@ -415,7 +419,7 @@ def _page_body(wanted, tables: dict, runs, planned, axes: dict, note: str = "") 
     body += ["", "## The runs", "", "| run | block | machine | kernel | flavor | repeat | key | status |",
              "|---|---|---|---|---|---|---|---|"]
     body += [f"| {r['id']} | {block(r)} | {r['topology']} | {r['patch_set']} | "
-             f"{r['kernel_flavor']} | {axes.get(r['id'], {}).get('repeat', '-')} | "
+             f"{r['kernel_flavor']} | {repeat(r)} | "
              f"`{(r['run_key'] or '-')[:KEY_CHARS]}` | "
              + ("ok" if r["status"] == "ok" else f"{r['status']} in the guest: {_md_cell(r['reason'])}") + " |"
              for r in sorted(runs, key=lambda r: r["id"])]

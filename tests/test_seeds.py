@@ -618,6 +618,27 @@ def test_the_page_lists_its_runs_keys_and_counts_what_the_campaign_has_not_run(b
     assert row.endswith(f" | {sum(w) / len(w) / 3600:.2f} |")
 
 
+def test_a_run_without_a_study_row_takes_its_repeat_from_the_plan(built, tmp_path):
+    """A run loaded from the archive has no study row naming its block and
+    repeat: the page takes them from the planned run with its key, not a dash."""
+    path, ids, con = built
+    shown = seed_runs.select_runs(con, "001", ids["study"])
+    keys = {i: con.execute("SELECT run_key FROM runs WHERE id = ?", (i,)).fetchone()[0] for i in shown}
+    bare = tmp_path / "archive-only.db"
+    shutil.copy(path, bare)
+    with db.connect(bare) as rw:  # the study rows' axes without block and repeat, as a merged run has none
+        for rid, axes in rw.execute("SELECT run_id, axes_json FROM study_runs").fetchall():
+            kept = {k: v for k, v in json.loads(axes).items() if k not in ("block", "repeat")}
+            rw.execute("UPDATE study_runs SET axes_json = ? WHERE run_id = ?", (json.dumps(kept), rid))
+    # repeats the plan gives, unlike any the study row held
+    planned = [(k, "001-plan", "kind", 7 + n) for n, k in enumerate(keys.values())]
+    page = tmp_path / "seeds.md"
+    assert seeds.print_tables(str(bare), ["001"], ids["study"], page=(page, "CMD"), planned=planned) == 0
+    rows = {int(m[1]): (m[2].strip(), m[3].strip()) for m in re.finditer(
+        r"^\| (\d+) \| ([^|]+) \|[^|]+\|[^|]+\|[^|]+\| ([^|]+) \| `", page.read_text(), re.M)}
+    assert {i: rows[i] for i in shown} == {i: ("001-plan", str(7 + n)) for n, i in enumerate(keys)}
+
+
 def test_a_key_settled_by_a_failure_in_the_restored_guest_is_run_on_the_page(built, tmp_path):
     """A restored guest's own failure (the sort OOM-killed) is that key's
     result: the page counts the key as run and lists the run with its
