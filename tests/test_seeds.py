@@ -5,6 +5,7 @@ published figures checked against the seed documents' text, repeats as mean
 (min-max), the direction line following our data, and bad input."""
 import json
 import math
+import os
 import re
 import shutil
 import statistics
@@ -320,6 +321,10 @@ def written(raw) -> set[float]:
 
 
 def test_published_figures_are_the_seed_documents(built):
+    # the documents sit beside the repository, not in it: a user's clone elsewhere has none to
+    # check against, CI's clone (beside them) must
+    if not DOCS.is_dir() and os.environ.get("CI") != "true":
+        pytest.skip(f"{DOCS}: the seed documents are not beside this clone (shared/seeds/)")
     assert DOCS.is_dir(), f"{DOCS}: the seed documents are missing (shared/seeds/ beside the repository)"
     norm = lambda s: " ".join(s.split())
     docs = {s: norm((DOCS / d.doc).read_text(errors="replace")) for s, d in seed_tables.SEEDS.items()}
