@@ -74,7 +74,7 @@ def main(argv: list[str]) -> int:
     try:
         # a run's kind, as --stop-by paces it: what it runs but its repeat (the page costs the rest by kind);
         # its repeat names a run loaded from the archive, which has no study row
-        planned = [(r.key, r.axes.get("block"), pace.kind(r.axes), r.axes.get("repeat", "-"))
+        planned = [(r.key, r.axes.get("block"), pace.kind(r.axes), r.axes.get("repeat"))
                    for r in study.load(SEEDS_STUDY, groups=seed_groups, boot=a.boot).runs]
     except (InputError, BuildError) as err:  # a key names its kernel's source: not installed is one line
         print(f"error: {err}", file=sys.stderr)

@@ -395,16 +395,17 @@ def _page_body(wanted, tables: dict, runs, planned, axes: dict, note: str = "") 
     """The page's sections: each seed's table (or that it has no run yet),
     what of the campaign is still to run, and the runs with their keys."""
     todo = campaign.not_run(runs, planned)
-    # a run's block: its study row's, else the plan's for its key (a run made by ./run.py with the
-    # block's spec and merged in has the key, not the study row)
-    of_key = {p[0]: p[1] for p in planned}
-    repeat_of_key = {p[0]: p[3] for p in planned if len(p) > 3}
+    # a run's block and repeat: its study row's, else the plan's for its key (a run merged from the
+    # archive, or made by ./run.py with the block's spec, has the key, not the study row)
+    plan = {p[0]: {"block": p[1], "repeat": p[3] if len(p) > 3 else None} for p in planned}
+
+    def axis(r, name):
+        v = axes.get(r["id"], {}).get(name)
+        v = v if v is not None else plan.get(r["run_key"], {}).get(name)
+        return "-" if v is None else v
 
     def block(r) -> str:
-        return axes.get(r["id"], {}).get("block") or of_key.get(r["run_key"], "-")
-
-    def repeat(r):
-        return axes.get(r["id"], {}).get("repeat", repeat_of_key.get(r["run_key"], "-"))
+        return axis(r, "block")
     body = []
     for x in wanted:
         body += ["", f"## Seed {x}", ""]
@@ -419,7 +420,7 @@ def _page_body(wanted, tables: dict, runs, planned, axes: dict, note: str = "") 
     body += ["", "## The runs", "", "| run | block | machine | kernel | flavor | repeat | key | status |",
              "|---|---|---|---|---|---|---|---|"]
     body += [f"| {r['id']} | {block(r)} | {r['topology']} | {r['patch_set']} | "
-             f"{r['kernel_flavor']} | {repeat(r)} | "
+             f"{r['kernel_flavor']} | {axis(r, 'repeat')} | "
              f"`{(r['run_key'] or '-')[:KEY_CHARS]}` | "
              + ("ok" if r["status"] == "ok" else f"{r['status']} in the guest: {_md_cell(r['reason'])}") + " |"
              for r in sorted(runs, key=lambda r: r["id"])]
