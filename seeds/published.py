@@ -173,6 +173,9 @@ PUBLISHED = {
         # PerfTop, 8 CPUs, kernel 99.7 % of samples: the share of all samples
         "spin_lock": {"no trylock (2009)": Pub(
             (75.1,), "% of kernel", "3235.00 - 75.1% - ffffffff814afb21 : _spin_lock", ("75.1%",))},
+        "lock_spin": {"no trylock (2009)": Pub(
+            (75.1,), "% of kernel", "3235.00 - 75.1% - ffffffff814afb21 : _spin_lock", ("75.1%",),
+            "2.6.32's anon_vma lock was a spinlock: its _spin_lock counts the anon_vma lock's spinning too")},
         "page_check_address": {"no trylock (2009)": Pub(
             (15.6,), "% of kernel", "670.00 - 15.6% - ffffffff81101a33 : page_check_address", ("15.6%",))},
     },

@@ -57,6 +57,10 @@ def _spin_wait_s(con, rid):
     return run_metrics(con, rid).get("engine.pause_cpu_s")
 
 
+# where rmap-lock-spinning's anon_vma spin loop (images/patches/rmap-lock-spinning) spends its turns
+ANON_VMA_SPIN = ("down_write_trylock", "folio_lock_anon_vma_read")
+
+
 # fork copies the page-table entries of every region it inherits and exit
 # releases them: the work per job grows with how many of those pages are
 # present (each a refcount and an rmap count on its struct page) rather than
@@ -131,6 +135,13 @@ S002 = Seed(
         Row("ptl_wait", "pte lock wait", "ms", _lock_wait_ms("ptl"), NEED_LOCKSTAT),
         Row("spin_lock", "_spin_lock", "% of kernel", cpu_share("spin_lock", dso=KERNEL),
             NEED_PROFILE),
+        # rmap-lock-spinning spins on the anon_vma rwsem by trylock: its turns are in down_write_trylock
+        # and the callers the loop is inlined in (folio_lock_anon_vma_read the busiest); ~0 on the others
+        Row("anon_vma_spin", "anon_vma lock spun on (down_write_trylock, folio_lock_anon_vma_read)", "% of kernel",
+            cpu_share(*ANON_VMA_SPIN, dso=KERNEL), NEED_PROFILE),
+        # 2.6.32's anon_vma lock was a spinlock, so its _spin_lock held both kinds of spinning
+        Row("lock_spin", "all lock spinning (_spin_lock and the anon_vma lock spun on)", "% of kernel",
+            cpu_share("spin_lock", *ANON_VMA_SPIN, dso=KERNEL), NEED_PROFILE),
         Row("page_check_address", "page_check_address (6.1: page_vma_mapped_walk)", "% of kernel",
             cpu_share("page_vma_mapped_walk", "page_check_address", dso=KERNEL), NEED_PROFILE),
         # 6.1's anon_vma lock is an rwsem: its bounded optimistic spin, apart from the spin locks
