@@ -251,8 +251,14 @@ def _pairs(s, keys, base) -> list[tuple]:
 
 def _direction(s, h, row: Row, ours: dict, keys, base, pub: dict) -> list[str]:
     out = []
+    # the disk joins a pair's place only where one machine has columns on several (003's two swap disks)
+    disks: dict = {}
+    for k in keys:
+        if k[0]:
+            disks.setdefault(k[0][:3], set()).add(k[0][3])
     for b, k in _pairs(s, keys, base):
-        where = f" at {k[0][0]} CPUs ({k[0][2]})" if k[0] else ""
+        disk = f", {k[0][3]}" if k[0] and k[0][3] and len(disks[k[0][:3]]) > 1 else ""
+        where = f" at {k[0][0]} CPUs ({k[0][2]}{disk})" if k[0] else ""
         pair = f"{_label(b)}→{_label(k)}"
         c0, c1 = (None, None) if b[2] != k[2] else (s.stands_for.get(_stands_as(b)), s.stands_for.get(_stands_as(k)))
         p0, p1 = _pub(pub.get(c0)), _pub(pub.get(c1))

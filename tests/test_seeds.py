@@ -907,3 +907,26 @@ def test_repeats_needed_to_tell_two_kernels_apart():
     assert seeds.repeats_needed(a, agg([12.5, 13.0, 13.5], "mean")) > 10  # means 1 apart: many more runs
     assert seeds.repeats_needed(a, agg([15.0], "mean")) is None
     assert seeds.repeats_needed(a, agg([1.0, 2.0], "sum")) is None
+
+
+def test_a_pair_on_one_machine_with_two_disks_names_the_disk(tmp_path):
+    """003 runs one machine with swap on two disks: each disk's pair is a
+    direction of its own, and its line (and the verdict) says which disk;
+    a machine with one disk keeps its place short."""
+    con = db.connect(tmp_path / "r.db")
+    gs8, ids = T.load("gs1280-8"), []
+    for d, slow in (("cheetah-15k4: 5500/6000 us", 2.0), ("ssd-980pro: 80/20 us", 1.2)):
+        for rep, el in enumerate((10.0, 11.0, 12.0)):
+            ids.append(store(con, gs8, qsbench_lines(6.0, 1.0, el, 1000 + rep, 2.0), experiment="qsbench",
+                             patch_set="vanilla", disk_model=d, run_key=f"v{d[:3]}{rep}"))
+            ids.append(store(con, gs8, qsbench_lines(6.0, slow, el, 1000 + rep, 2.0), experiment="qsbench",
+                             patch_set="allocators-reclaim", disk_model=d, run_key=f"a{d[:3]}{rep}"))
+    text = table(con, "003", ids)
+    lines = [x for x in text.splitlines() if x.startswith("direction, system time")]
+    assert len(lines) == 2, lines
+    assert "at 8 CPUs (gs1280-8, cheetah-15k4)" in lines[0] + lines[1]
+    assert "at 8 CPUs (gs1280-8, ssd-980pro)" in lines[0] + lines[1]
+    verdict = next(x for x in text.splitlines() if x.startswith("verdict: "))
+    assert "cheetah-15k4" in verdict and "ssd-980pro" in verdict, verdict
+    one = table(con, "003", ids[:6])
+    assert "at 8 CPUs (gs1280-8)" in one and "gs1280-8, cheetah" not in one.split("verdict")[1]
