@@ -249,6 +249,10 @@ def _pairs(s, keys, base) -> list[tuple]:
     return out
 
 
+# runs a side a direction needs before the verdict counts it: with fewer there is no spread
+JUDGED_FROM = 2
+
+
 def _direction(s, h, row: Row, ours: dict, keys, base, pub: dict) -> list[str]:
     out = []
     # the disk joins a pair's place only where one machine has columns on several (003's two swap disks)
@@ -296,6 +300,10 @@ def _direction(s, h, row: Row, ours: dict, keys, base, pub: dict) -> list[str]:
                    "ours shows no clear change (under 1 % or within the runs' spread): not the seed's direction"
                    if got == 0 else
                    "same direction as the seed" if got == want else "OPPOSITE to the seed")
+        if outcome and min(a[3], z[3]) < JUDGED_FROM:
+            # one run has no spread to tell a change from noise by (003's NVMe pair read +6 % on its
+            # first repeat and -9 % on three): said, and kept out of the verdict until repeats land
+            outcome, verdict = "unjudged", f"{verdict}, from one run on a side: not judged yet"
         n = repeats_needed(a, z)
         power = "" if n is None else f" (repeats a kernel to tell these two apart at 5 % with 80 % power, from " \
             f"their spread: {n}; {min(a[3], z[3])} here)"
@@ -306,8 +314,9 @@ def _direction(s, h, row: Row, ours: dict, keys, base, pub: dict) -> list[str]:
 
 class Direction(str):
     """A direction line, with what it found against the seed: "same",
-    "opposite", "flat" (ours no clear change where the seed moved), or None
-    (nothing of the seed's to compare); `what`: the figure and machine."""
+    "opposite", "flat" (ours no clear change where the seed moved),
+    "unjudged" (one of those from one run on a side), or None (nothing of
+    the seed's to compare); `what`: the figure and machine."""
     def __new__(cls, text: str, outcome: str | None, what: str):
         d = super().__new__(cls, text)
         d.outcome, d.what = outcome, what
@@ -318,15 +327,18 @@ def verdict(lines) -> str:
     """The seed's verdict from its tables' direction lines: reproduced (every
     direction compared is the seed's), partly (some), not (none), or not yet
     compared; with the directions counted and named."""
-    ds = [d for d in lines if isinstance(d, Direction) and d.outcome]
+    ds = [d for d in lines if isinstance(d, Direction) and d.outcome and d.outcome != "unjudged"]
+    thin = [d.what for d in lines if isinstance(d, Direction) and d.outcome == "unjudged"]
+    later = f"; from one run on a side, not judged yet: {'; '.join(thin)}" if thin else ""
     if not ds:
-        return "verdict: not compared yet (no pair of kernels with a seed direction has runs here)"
+        return ("verdict: not compared yet (no pair of kernels with a seed direction has runs here"
+                + (f", {JUDGED_FROM} a side or more" if thin else "") + f"){later}")
     same = [d.what for d in ds if d.outcome == "same"]
     word = "reproduced" if len(same) == len(ds) else "partly reproduced" if same else "not reproduced"
     rest = [f"{d.what} ({'opposite' if d.outcome == 'opposite' else 'no clear change'})"
             for d in ds if d.outcome != "same"]
     return (f"verdict: {word}: {len(same)} of {len(ds)} directions the seed's"
-            + (f" ({'; '.join(same)})" if same else "") + (f"; not: {'; '.join(rest)}" if rest else ""))
+            + (f" ({'; '.join(same)})" if same else "") + (f"; not: {'; '.join(rest)}" if rest else "") + later)
 
 
 # --- ./run.py seeds --table-only (pipeline/seedscli.py parses the command) ----------------

@@ -393,22 +393,26 @@ def test_direction_line_follows_our_data(built):
     line = re.search(r"^direction, ops/s at the top IO level: .*", same, re.M).group(0)
     assert line == ("direction, ops/s at the top IO level: ours -50.00% vanilla→scan-balance-3.9; seed -78.40% for "
                     "the same pair (tidy-v1r8→vanilla), in the seed's order +363.01% vanilla→tidy-v1r8: "
-                    "same direction as the seed")
+                    "same direction as the seed, from one run on a side: not judged yet")
     flipped = table(con, "001", [ids["k_van"], ids["k_flip"]])
-    assert re.search(r"^direction, ops/s at the top IO level: ours \+10\.00% .*: OPPOSITE to the seed$", flipped, re.M)
+    assert re.search(r"^direction, ops/s at the top IO level: ours \+10\.00% .*: OPPOSITE to the seed, from one run on "
+                     r"a side: not judged yet$", flipped, re.M)
     # 002: the seed published one side only; its claim gives the direction
     fork = table(con, "002", seed_runs.select_runs(con, "002", ids["study"]))
     assert "direction, system time: ours +41.67% vanilla (lockstat)→rmap-lock-blocking (lockstat) at 8 CPUs " \
            "(x86-2s); seed: no figure for both sides; it says the trylock lowers it: same direction as the seed" in fork
+    # one run a side: the finding is said, and left out of the verdict
+    assert "verdict: not compared yet" in fork
     # the claim is about the period set -> the fix: a fall is the seed's way (2026-11-25 the
     # table called the trylock's -56 % OPPOSITE); vanilla -> the fix is no pair the seed spoke of
     f3 = table(con, "002", [ids["f_van_8"], ids["f_rb_8"], ids["f_try"]])
     assert re.search(r"^direction, anon_vma contention: ours -50\.00% rmap-lock-blocking \(lockstat\)→"
-                     r"rmap-lock-blocking-ptl-trylock \(lockstat\) .*: same direction as the seed$", f3, re.M), f3
+                     r"rmap-lock-blocking-ptl-trylock \(lockstat\) .*: same direction as the seed, from one run on a "
+                     r"side: not judged yet$", f3, re.M), f3
     assert re.search(r"^direction, anon_vma contention: ours \+100\.00% vanilla \(lockstat\)→"
                      r"rmap-lock-blocking-ptl-trylock \(lockstat\) .*: no seed direction to compare$", f3, re.M), f3
     f2 = table(con, "002", [ids["f_van_8"], ids["f_flip"]])
-    assert re.search(r"^direction, system time: ours -33\.33% .*: OPPOSITE to the seed$", f2, re.M)
+    assert re.search(r"^direction, system time: ours -33\.33% .*: OPPOSITE to the seed, from one", f2, re.M)
     # 004: computed from the chunks: nothing swapped on vanilla (all 4 nodes' worth touched), 1.5 on zone-reclaim-auto
     mem = table(con, "004", seed_runs.select_runs(con, "004", ids["study"]))
     # columns: vanilla, vanilla with zone_reclaim_mode=5 (a parameter column), zone-reclaim-auto
@@ -433,17 +437,37 @@ def test_direction_line_follows_our_data(built):
     assert "same direction as the seed" in mem
 
 
-def test_each_seed_gets_a_verdict_from_its_direction_lines(built):
+def test_each_seed_gets_a_verdict_from_its_direction_lines(built, tmp_path):
     """reproduced when every direction compared is the seed's, partly when
-    some are, not when none are; the figures that were not, named."""
+    some are, not when none are; the figures that were not, named. A
+    direction from one run on a side is said and not judged: one run has no
+    spread to tell a change from noise by."""
     path, ids, con = built
     verdict = lambda text: next(x for x in text.splitlines() if x.startswith("verdict: "))
-    same = verdict(table(con, "001", [ids["k_van"], ids["k_nb"]]))
+    thin = verdict(table(con, "001", [ids["k_van"], ids["k_nb"]]))
+    assert thin.startswith("verdict: not compared yet (no pair of kernels with a seed direction has runs here, "
+                           "2 a side or more); from one run on a side, not judged yet: ops/s at the top IO level, "
+                           "vanilla→scan-balance-3.9; major faults"), thin
+    # the same runs twice a side (repeats that agree): judged
+    two = db.connect(tmp_path / "two.db")
+    x2, kp = T.load("x86-2s"), json.dumps({"duration_s": 3.0})
+    runs = {k: [store(two, x2, kvio_lines(*args), experiment="kvio", patch_set=kernel, run_key=f"{k}{rep}",
+                      params_json=kp) for rep in range(2)]
+            for k, kernel, args in (("van", "vanilla", ([50000, 48000, 45000, 40000], [0, 2, 4, 8], 800, 400)),
+                                    ("nb", "scan-balance-3.9", ([50000, 46000, 30000, 20000], [0, 20, 40, 80], 3000,
+                                                                1200)),
+                                    ("flip", "scan-balance-3.9", ([50000, 49000, 47000, 44000], [0, 1, 1, 1], 800,
+                                                                  400)))}
+    same = verdict(table(two, "001", runs["van"] + runs["nb"]))
     assert same.startswith("verdict: partly reproduced: 2 of 3 directions the seed's (ops/s at the top IO level, "
                            "vanilla→scan-balance-3.9; major faults"), same
     assert same.endswith("not: kswapd pages scanned, vanilla→scan-balance-3.9 (no clear change)"), same
-    flipped = verdict(table(con, "001", [ids["k_van"], ids["k_flip"]]))
+    flipped = verdict(table(two, "001", runs["van"] + runs["flip"]))
     assert flipped.startswith("verdict: not reproduced: 0 of 3") and "(opposite)" in flipped
+    assert "not judged" not in same + flipped
+    # one side judged, the other from one run: the first counts, the second is named apart
+    mixed = verdict(table(two, "001", runs["van"] + runs["nb"][:1]))
+    assert mixed.startswith("verdict: not compared yet") and "not judged yet: ops/s" in mixed
     # MGLRU has no seed direction: a table of vanilla and its MGLRU column is not compared
     alone = verdict(table(con, "003", [ids["q_mglru"]]))
     assert alone.startswith("verdict: not compared yet")
