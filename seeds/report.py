@@ -64,6 +64,16 @@ def _agg(vals: list, how: str):
     return Agg(vals, how) if vals else None
 
 
+# runs a side before a pair has a spread to judge by: the power estimate, the ranges' overlap
+# and the verdict all start there (one run says nothing of the noise)
+JUDGED_FROM = 2
+
+
+def spread_on_both(a, z) -> bool:
+    """Both aggregates come from JUDGED_FROM runs or more."""
+    return min(a[3], z[3]) >= JUDGED_FROM
+
+
 # a two-sided test at 5 % with 80 % power: (z_0.975 + z_0.8)^2
 POWER_Z2 = (1.959964 + 0.841621) ** 2
 
@@ -74,7 +84,7 @@ def repeats_needed(a, z) -> int | None:
     2 (z_a/2 + z_b)^2 s^2 / d^2); None when either side has fewer than two
     runs or is a sum, or when the means are equal."""
     if not isinstance(a, Agg) or not isinstance(z, Agg) or a.how != "mean" or z.how != "mean" or \
-            a[3] < 2 or z[3] < 2 or a[0] == z[0]:
+            not spread_on_both(a, z) or a[0] == z[0]:
         return None
     s2 = ((a[3] - 1) * statistics.variance(a.values) + (z[3] - 1) * statistics.variance(z.values)) / (a[3] + z[3] - 2)
     return max(2, math.ceil(2 * POWER_Z2 * s2 / (a[0] - z[0]) ** 2))
@@ -96,7 +106,7 @@ def _sign(a, z) -> int:
     if a is None or z is None:
         return 0
     base, v = a[0], z[0]
-    if a[3] > 1 and z[3] > 1 and a[1] <= z[2] and z[1] <= a[2]:
+    if spread_on_both(a, z) and a[1] <= z[2] and z[1] <= a[2]:
         return 0
     d = (v - base) / abs(base) if base else (1 if v > base else -1 if v < base else 0)
     return 0 if abs(d) < FLAT else (1 if d > 0 else -1)
@@ -249,10 +259,6 @@ def _pairs(s, keys, base) -> list[tuple]:
     return out
 
 
-# runs a side a direction needs before the verdict counts it: with fewer there is no spread
-JUDGED_FROM = 2
-
-
 def _direction(s, h, row: Row, ours: dict, keys, base, pub: dict) -> list[str]:
     out = []
     # the disk joins a pair's place only where one machine has columns on several (003's two swap disks)
@@ -300,7 +306,7 @@ def _direction(s, h, row: Row, ours: dict, keys, base, pub: dict) -> list[str]:
                    "ours shows no clear change (under 1 % or within the runs' spread): not the seed's direction"
                    if got == 0 else
                    "same direction as the seed" if got == want else "OPPOSITE to the seed")
-        if outcome and min(a[3], z[3]) < JUDGED_FROM:
+        if outcome and not spread_on_both(a, z):
             # one run has no spread to tell a change from noise by (003's NVMe pair read +6 % on its
             # first repeat and -9 % on three): said, and kept out of the verdict until repeats land
             outcome, verdict = "unjudged", f"{verdict}, from one run on a side: not judged yet"
