@@ -3,8 +3,12 @@ lock_stat kernels, vanilla 6.1 against the period set (rmap-lock-blocking:
 reclaim's reference walk waits for the anon_vma lock and holds it for
 write). The direction that holds at this size: the period set's anon_vma
 lock is contended many times more, and waited on longer (4 CPUs, 0.5 s:
-6 -> 7,599 contentions, 49 -> 683 ms, 2026-11-25). Jobs/min is not asserted:
-at 4 CPUs the two kernels are within a few percent. Slow; CI runs it (a
+6 -> 7,599 contentions, 49 -> 683 ms, 2026-11-25; 29 -> 13,720 and
+175 -> 1,600 ms, 2026-11-30). Jobs/min is not asserted:
+at 4 CPUs the two kernels are within a few percent. Functional (--timing
+off, as when those figures were taken): lock contention is the kernel's, and
+on the detailed model the storm's 0.5 guest seconds outlasted 20 wall
+minutes per kernel (a cold CI ran out of time on it). Slow; CI runs it (a
 lock_stat kernel is a full build on a cold cache)."""
 import json
 
@@ -21,7 +25,7 @@ pytestmark = pytest.mark.boot
 def storm(tmp_path_factory, vmlab_env):
     tmp = tmp_path_factory.mktemp("seed002")
     r = vmlab(vmlab_env, tmp, "--topology", str(TOPO), "--exp", "forkstorm", "--kernel", "vanilla,rmap-lock-blocking",
-              "--flavor", "lockstat", "--param", "duration_s=0.5")
+              "--flavor", "lockstat", "--timing", "off", "--param", "duration_s=0.5")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     c = db(tmp)
     runs = {x["patch_set"]: x for x in c.execute("SELECT * FROM runs WHERE status = 'ok'")}
