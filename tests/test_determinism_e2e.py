@@ -1,9 +1,9 @@
 """Determinism on per-vCPU clocks (engine/qemu-patches/: the clocks and their
 scheduler 0002, the TLB's resize window 0004, the disk 0005, snapshots 0006):
 the same inputs give the same console, per-vCPU instruction counts and
-clocks, on 1 and 32 CPUs under the plugin (fast: counts and basic-block vectors),
-on 8 without it, and on 8 with the detailed model, while
-the guest swaps to the modeled disk. Every pair is restored from the machine's
+clocks, on 1 and 32 CPUs under the plugin (fast: counts and basic-block vectors)
+and on 8 without it, while the guest swaps to the modeled disk, and on 8 with
+the detailed model, whose four sorts fit in memory (below). Every pair is restored from the machine's
 snapshot after boot (the default). In the 8-CPU pair without the plugin,
 the second run goes under a host kick storm (the series' 0002's
 x-kick-storm-us: the running vCPU kicked every random 1-20 host us, where
@@ -22,7 +22,11 @@ cold kernel and QEMU builds) and is back since restored runs brought CI
 under it (2026-11-27): it replaces the 32-CPU pair without the plugin, whose
 interleaving fast mode keeps (the plugin charges no stall), so it covers
 that and the plugin's callbacks on many vCPUs. 32 CPUs under the detailed
-model is not a case, for CI time.)"""
+model is not a case, for CI time. The 8-CPU detailed pair sorted above RAM
+until 2026-11-30: 15.5 wall minutes for the pair, a sixth of a cold CI's
+time; its array is now 0.3 of memory, a pair in about 3.5 minutes (one run
+alone: 103 s), so the model's stalls on 8 vCPUs are checked, and the disk's
+timing is the other three pairs'.)"""
 import subprocess
 from pathlib import Path
 
@@ -39,11 +43,17 @@ MACHINES = {1: "x86-1c-small", 8: "x86-2s-8c-small", 32: "x86-4s-32c-small"}
 # reads) came at host-timed points. Series patch 0004 keeps it in guest time.
 
 
+# the array as a fraction of memory: above RAM (it swaps) but in the
+# detailed pair, which prices every instruction (CI time, above)
+MEM_FRAC = {"fast": 1.05, "off": 1.05, "detailed": 0.3}
+
+
 @pytest.mark.parametrize("cpus,mode", [(1, "fast"), (8, "off"), (8, "detailed"), (32, "fast")])
 def test_a_swapping_run_repeats_exactly(vmlab_env, tmp_path, cpus, mode):
     topo = str(REPO / "tests" / "data" / f"{MACHINES[cpus]}.toml")
+    swaps = MEM_FRAC[mode] > 1
     cmd = vmlab_cmd(tmp_path, "-t", topo, "-e", "qsbench", "--timing", mode,
-                    "-p", f"mem_frac=1.05,procs={min(cpus, 4)}")
+                    "-p", f"mem_frac={MEM_FRAC[mode]},procs={min(cpus, 4)}")
     # On 8 CPUs without the plugin a third, perturbed run (--seed 1) goes at
     # the same time: repeats of a study are such runs, and must not be copies.
     perturbed = cpus == 8 and mode == "off"
@@ -77,10 +87,10 @@ def test_a_swapping_run_repeats_exactly(vmlab_env, tmp_path, cpus, mode):
     assert all(k[1] > 0 for k in clocks[0])
     # stalls reach the clocks in detailed mode only
     assert (sum(k[2] for k in clocks[0]) > 0) == (mode == "detailed")
-    # it swapped to the modeled disk, by the same amount both times
+    # it swapped to the modeled disk (where the array was above RAM), by the same amount both times
     out = [c.execute("SELECT delta FROM v_vmstat_delta WHERE run_id = ? AND counter = 'pswpout'", (i,)).fetchone()
            for i in ids]
-    assert out[0] is not None and out[0][0] > 0 and out[0][0] == out[1][0]
+    assert out[0] is not None and (out[0][0] > 0) == swaps and out[0][0] == out[1][0]
     el = [sorted(tuple(x) for x in c.execute("SELECT elapsed_ms, user_ms, sys_ms FROM qsbench_procs "
                                             "WHERE run_id = ?", (i,))) for i in ids]
     assert el[0] == el[1] and len(el[0]) == min(cpus, 4)

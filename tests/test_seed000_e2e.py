@@ -1,18 +1,24 @@
-"""Seed 000 small, end to end, on the default (detailed) timing: mlockchurn on
-a 4-CPU two-node machine (64 MiB nodes, the two locked slots filling most of
-the first), vanilla 6.1 against the period set (mlocked-on-lru: mlocked pages
-on the normal LRU and kswapd without its backoff, as 2.4.9 was).
+"""Seed 000 small, end to end: mlockchurn on a 4-CPU two-node machine (64
+MiB nodes, the two locked slots filling most of the first), vanilla 6.1
+against the period set (mlocked-on-lru: mlocked pages on the normal LRU and
+kswapd without its backoff, as 2.4.9 was), in one command.
 
 The direction that holds at this size is the seed's mechanism: reclaim meets
 the locked pages again and again, so the period set scans several times the
-pages for the same pages reclaimed, and kswapd takes more CPU over the churn
-(measured 2026-11-28, series a24d3e88d009, model 4, sleep_s=1, the period
-set with its inactive-target layer: pgscan 66,485 -> 482,935, reclaimed per
-scanned 0.99 -> 0.135, kswapd CPU share 0.32 -> 0.76). Not asserted: kswapd's share while the program sleeps, the seed's
-"100 %": on this machine it was 1.00 CPU with timing off (sleep_s=2) and 0
-under the detailed model (sleep_s=1), a storm that does or does not outlast
-the churn depending on its timing (docs/seeds.md). Slow; CI runs it (the
-kernels are the shipped patch sets CI builds anyway)."""
+pages for the same pages reclaimed, and kswapd takes more CPU over the churn.
+It is the kernel's, so the runs are functional (--timing off): measured
+2026-11-30, pgscan 66,321 -> 514,297, reclaimed per scanned 0.99 -> 0.13,
+kswapd CPU share 0.30 -> 0.81, 21 s of wall for both kernels. Under the
+detailed model (2026-11-28, model 4) the same directions were 66,485 ->
+482,935, 0.99 -> 0.135 and 0.32 -> 0.76, but the pair took 17 wall minutes, a
+sixth of what a cold CI may spend; seed 000's figures on the detailed model
+are the campaign's (docs/results/seeds.md), and the default run's life on
+the detailed model is test_e2e.py's. Not asserted: kswapd's share while the
+program sleeps, the seed's "100 %": on this machine it was 1.00 CPU with
+timing off (sleep_s=2) and 0 under the detailed model (sleep_s=1), a storm
+that does or does not outlast the churn depending on its timing
+(docs/seeds.md). Slow; CI runs it (the kernels are the shipped patch sets CI
+builds anyway)."""
 import json
 
 import pytest
@@ -28,7 +34,7 @@ pytestmark = pytest.mark.boot
 def churn(tmp_path_factory, vmlab_env):
     tmp = tmp_path_factory.mktemp("seed000")
     r = vmlab(vmlab_env, tmp, "--topology", str(TOPO), "--exp", "mlockchurn", "--kernel", "vanilla,mlocked-on-lru",
-              "--param", "sleep_s=1")
+              "--param", "sleep_s=1", "--timing", "off")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     c = db(tmp)
     runs = {x["patch_set"]: x for x in c.execute("SELECT * FROM runs WHERE status = 'ok'")}
@@ -37,10 +43,10 @@ def churn(tmp_path_factory, vmlab_env):
     return r, runs, figs
 
 
-def test_both_kernels_churned_on_the_accurate_machine(churn):
+def test_both_kernels_churned_from_the_snapshot(churn):
     r, runs, figs = churn
     for ps, x in runs.items():
-        assert x["timing_mode"] == "detailed" and x["start"] == "restored"
+        assert x["timing_mode"] == "off" and x["start"] == "restored"
         assert json.loads(x["params_json"])["sleep_s"] == 1
         assert figs[ps]["mlockchurn.sanity_ok"] == 1
     assert figs["mlocked-on-lru"]["patch_live.mlocked-on-lru"] == 1
