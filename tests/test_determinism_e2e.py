@@ -24,9 +24,9 @@ interleaving fast mode keeps (the plugin charges no stall), so it covers
 that and the plugin's callbacks on many vCPUs. 32 CPUs under the detailed
 model is not a case, for CI time. The 8-CPU detailed pair sorted above RAM
 until 2026-11-30: 15.5 wall minutes for the pair, a sixth of a cold CI's
-time; its array is now 0.3 of memory, a pair in about 3.5 minutes (one run
-alone: 103 s), so the model's stalls on 8 vCPUs are checked, and the disk's
-timing is the other three pairs'.)"""
+time; its array is now 0.3 of memory: the pair took 104 s alone here and
+162 s in a cold CI run beside the other worker. The model's stalls on 8
+vCPUs are still checked; the disk's timing is the other three pairs'.)"""
 import subprocess
 from pathlib import Path
 
