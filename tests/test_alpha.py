@@ -101,7 +101,7 @@ def test_alpha_latprobe_measures_its_one_node(vmlab_env, tmp_path):
     """A kernel without NUMA has no SLIT row: latprobe probes its one node as
     local (before, it found no distance class and reported nothing, ok)."""
     r = vmlab(vmlab_env, tmp_path, "-t", "es-clipper-4", "-e", "latprobe", "-p",
-              "swap=none,buf_frac=0.0625,laps=1,increments=50")
+              "swap=none,buf_frac=0.0625,laps=1,increments=50", "--timing", "detailed")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     c = db(tmp_path)
     chases = [json.loads(b) for (b,) in c.execute("SELECT body FROM records WHERE type = 'chase'")]

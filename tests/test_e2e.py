@@ -33,7 +33,7 @@ def test_build_then_warm_build_builds_nothing(vmlab_env):
 @pytest.fixture(scope="module")
 def small_run(vmlab_env, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("e2e")
-    r = vmlab(vmlab_env, tmp, *SMALL)
+    r = vmlab(vmlab_env, tmp, *SMALL, default_timing=True)  # the main job's default: detailed
     return tmp, r
 
 
