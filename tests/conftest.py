@@ -12,13 +12,14 @@ from tests.e2e import environment
 SLOW_KINDS = ("engine", "boot", "study")
 
 
-# Modules that build a kernel no other module needs (lock_stat, every patch
-# set, Alpha, 6.12) go first: builds hold both cores, so the suite ends
-# soonest when the build chain is done early and the short tests fill the
-# other worker's time at the end (longest first). Each of the first two
-# builds its own 6.1 tree (lock_stat, default), so both workers compile from
-# the start. `./run.py test` keeps this order for xdist (--no-loadscope-reorder).
-BUILDS_FIRST = ("test_seed002_e2e.py", "test_patches_e2e.py", "test_alpha.py", "test_cxl_e2e.py",
+# Modules that build a kernel no other module needs (every patch set,
+# Alpha, 6.12) go first: builds hold both cores, so the suite ends soonest
+# when the build chain is done early and the short tests fill the other
+# worker's time at the end (longest first). The first two build different
+# trees (6.1's default, Alpha), so both workers compile from the start;
+# every patch set then builds in the 6.1 tree the first left. `./run.py
+# test` keeps this order for xdist (--no-loadscope-reorder).
+BUILDS_FIRST = ("test_seed002_e2e.py", "test_alpha.py", "test_patches_e2e.py", "test_cxl_e2e.py",
                 "test_tiering_e2e.py")
 
 
