@@ -482,6 +482,29 @@ def test_each_column_says_how_its_runs_were_made(built):
     assert len(made) == 2 and any("timing detailed" in x for x in made) and any("timing off" in x for x in made)
 
 
+def test_a_warning_is_per_comparison_not_per_machine(tmp_path):
+    """A machine's columns in two timing modes are two comparisons, each
+    within its mode, each column saying how it was made (002: the lock_stat block is
+    functional beside detailed blocks): no warning. Runs whose % are against
+    the same column and differ in more than the kernel: warned, once, naming
+    that column."""
+    con2 = db.connect(tmp_path / "w.db")
+    x2 = T.load("x86-2s")
+    fork = {"experiment": "forkstorm", "kernel_flavor": "lockstat"}
+    van = store(con2, x2, forkstorm_lines(0.6, 800), patch_set="vanilla", run_key="a", **fork)
+    per = store(con2, x2, forkstorm_lines(0.85, 3200), patch_set="rmap-lock-blocking", run_key="b", **fork)
+    timed = [store(con2, x2, forkstorm_lines(0.9, 800), experiment="forkstorm", patch_set=k, timing_mode="detailed",
+                   timing_plugin="detailed sha256 0123", run_key=k) for k in ("vanilla", "rmap-lock-blocking")]
+    two = table(con2, "002", [van, per, *timed]).splitlines()
+    assert not [x for x in two if x.startswith("WARNING")]
+    assert sum(x.startswith("columns made differently: ") for x in two) == 4
+    other = store(con2, x2, forkstorm_lines(0.85, 3200), patch_set="rmap-lock-blocking", engine_version="10.0.3",
+                  run_key="c", **fork)
+    warned = [x for x in table(con2, "002", [van, other]).splitlines() if x.startswith("WARNING")]
+    assert warned == ["WARNING: the runs compared with vanilla (lockstat) on x86-2s, 8 CPUs differ in engine_version: "
+                      "this compares more than the kernels"]
+
+
 def test_a_seeds_blocks_are_the_blocks_the_study_runner_reads():
     """One reader of study files (analysis/studyfile.py): the top level's
     axes, params and repeats under each block, as the runner expands them;
