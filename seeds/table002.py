@@ -106,12 +106,38 @@ def _fork_notes(con, run_ids) -> list[str]:
                        f"whole run's page work, not per job: r = {whole:+.2f} (a job costs what its inherited pages "
                        "cost to copy and release, whichever kernel; the whole run's work falling as jobs rise "
                        "rules out a fixed cost spread over more jobs)")
+    out += _lock_notes(con, run_ids)
     for rid in run_ids:
         top = top_symbols(con, rid, dso=KERNEL)
         if top:
             r = run_of(con, rid)
             out.append(f"top kernel symbols by share of the kernel's busy time, run {rid} ({r['patch_set']}, "
                        f"{r['cpus']} CPUs): " + ", ".join(f"{s} {p:.1f} %" for s, p in top))
+    return out
+
+
+def _lock_notes(con, run_ids) -> list[str]:
+    """Which locks a lock_stat column's storm fought over most: its classes'
+    contentions over the storm, mean over the column's runs (the rows give
+    the anon_vma and pte locks only; vanilla's _spin_lock share names no lock)."""
+    by: dict = {}
+    for rid in run_ids:
+        r = run_of(con, rid)
+        if r["kernel_flavor"] == "lockstat":
+            by.setdefault((r["cpus"], r["topology"], r["patch_set"]), []).append(rid)
+    out = []
+    for (cpus, topo, ps), rids in sorted(by.items(), key=lambda kv: (*kv[0][:2], kv[0][2] != "vanilla", kv[0][2])):
+        total: dict = {}
+        for rid in rids:
+            for cls, n in con.execute("SELECT class, contentions FROM repro_lockstat WHERE run_id = ? "
+                                      "AND phase = 'run'", (rid,)):
+                total[cls] = total.get(cls, 0) + (n or 0)
+        top = sorted(total.items(), key=lambda kv: -kv[1])[:3]
+        if top:
+            runs = f"{len(rids)} run{'s' * (len(rids) > 1)}"
+            out.append(f"most contended lock classes over the storm, {ps} (lockstat), {cpus} CPUs ({topo}), mean of "
+                       f"{runs}: " + ", ".join(f"{c} {n / len(rids):,.0f}" for c, n in top)
+                       + " (lock_stat's ten most contended a run; a class outside a run's ten counts 0 there)")
     return out
 
 

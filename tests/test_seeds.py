@@ -977,3 +977,26 @@ def test_a_pair_on_one_machine_with_two_disks_names_the_disk(tmp_path):
     assert "cheetah-15k4" in verdict and "ssd-980pro" in verdict, verdict
     one = table(con, "003", ids[:6])
     assert "at 8 CPUs (gs1280-8)" in one and "gs1280-8, cheetah" not in one.split("verdict")[1]
+
+
+def test_002_names_the_locks_each_lock_stat_column_fought_over(tmp_path):
+    """lock_stat's most contended classes, summed over a column's runs and
+    divided by its runs (a class outside one run's top ten counts 0 there),
+    three a column, vanilla first; a default-flavor run adds no line."""
+    con = db.connect(tmp_path / "l.db")
+    x2 = T.load("x86-2s")
+
+    def storm(kernel, flavor, classes, key):
+        top = [{"class": c, "contentions": n, "wait_total_us": 1.0} for c, n in classes]
+        return store(con, x2, [*forkstorm_lines(0.6, 100), rec("lockstat", phase="run", top=top),
+                               rec("lockstat", phase="boot", top=[{"class": "boot_only", "contentions": 10 ** 9}])],
+                     experiment="forkstorm", patch_set=kernel, kernel_flavor=flavor, run_key=key)
+    ids = [storm("rmap-lock-blocking", "lockstat", [("swap", 900), ("anon_vma-W", 300), ("ptl", 30), ("zone", 3)], "a"),
+           storm("vanilla", "lockstat", [("swap", 1000), ("ptl", 20)], "b"),
+           storm("vanilla", "lockstat", [("swap", 500), ("lru", 40)], "c"),
+           storm("vanilla", "default", [("x", 5)], "d")]
+    notes = [x for x in table(con, "002", ids).splitlines() if x.startswith("most contended")]
+    assert [x.split(": ", 1)[1].split(" (lock_stat")[0] for x in notes] == ["swap 750, lru 20, ptl 10",
+                                                                          "swap 900, anon_vma-W 300, ptl 30"]
+    assert notes[0].startswith("most contended lock classes over the storm, vanilla (lockstat), 8 CPUs (x86-2s), "
+                               "mean of 2 runs: ")
