@@ -147,6 +147,10 @@ def _same(s, r, col):
     return json.dumps({k: v for k, v in have.items() if k not in s.param_columns}, sort_keys=True)
 
 
+WORK = ("topology_sha256", "params_json", "seed", "qemu_mode", "guest_isa")   # what a run was
+MADE = ("engine_version", "timing_plugin", "start")                             # how it was priced
+
+
 def _render(con, s, run_ids) -> str:
     runs = [run_of(con, i) for i in run_ids]
     cols: dict = {}
@@ -167,15 +171,21 @@ def _render(con, s, run_ids) -> str:
                + ", ".join(str(r["id"]) for r in v) for k, v in cols.items()),
            "kernels: " + " ".join(filter(None, ["; ".join(f"{k} stands for the seed's {c}" for k, c in seedcol.items()),
                                                 f"({s.pairing})"]))]
-    for b in dict.fromkeys(base.values()):
-        # what a column's % is against must differ from it in the kernel only: checked per comparison (the
-        # columns sharing a base), not per machine, whose columns may be made differently and say so (_made)
-        group = [r for kk, v in cols.items() if base[kk] == b for r in v]
-        bad = [c for c in ("topology_sha256", "params_json", "seed", "qemu_mode", "guest_isa", "engine_version",
-                           "timing_plugin", "start") if len({_same(s, r, c) for r in group}) > 1]
+
+    def warn(who, fields, group):
+        bad = [c for c in fields if len({_same(s, r, c) for r in group}) > 1]
         if bad:
-            out.append(f"WARNING: the runs compared with {_label(b)}{' on ' + _machine(b) if b[0] else ''} differ "
-                       f"in {', '.join(bad)}: this compares more than the kernels")
+            out.append(f"WARNING: {who} differ in {', '.join(bad)}: this compares more than the kernels")
+
+    # a machine's columns are the same work (machine, parameters, guest) whatever block asked for them;
+    # how each was made (engine, model, start) need agree only within a comparison, the columns whose %
+    # share a base: a machine's functional and detailed columns are two comparisons, and _made says so
+    for m in dict.fromkeys(k[0] for k in keys):
+        warn(f"the runs{' on ' + _machine((m,)) if m else ''}", WORK,
+             [r for kk, v in cols.items() if kk[0] == m for r in v])
+    for b in dict.fromkeys(base.values()):
+        warn(f"the runs compared with {_label(b)}{' on ' + _machine(b) if b[0] else ''}", MADE,
+             [r for kk, v in cols.items() if base[kk] == b for r in v])
     out += _made(cols)
     tables = []
     for t in s.tables:

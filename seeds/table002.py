@@ -16,6 +16,7 @@ from seeds.kit import (
     Seed,
     Table,
     cpu_share,
+    disk,
     fig,
     kernel_ps,
     run_of,
@@ -118,25 +119,32 @@ def _fork_notes(con, run_ids) -> list[str]:
 
 def _lock_notes(con, run_ids) -> list[str]:
     """Which locks a lock_stat column's storm fought over most: its classes'
-    contentions over the storm, mean over the column's runs (the rows give
-    the anon_vma and pte locks only; vanilla's _spin_lock share names no lock)."""
+    contentions and wait over the storm, mean over the column's runs (the
+    rows give the anon_vma and pte locks only; vanilla's _spin_lock share
+    names no lock). Most contended first: a sleeping lock's wait counts its
+    sleep, a spin lock's its spinning."""
     by: dict = {}
     for rid in run_ids:
         r = run_of(con, rid)
         if r["kernel_flavor"] == "lockstat":
-            by.setdefault((r["cpus"], r["topology"], r["patch_set"]), []).append(rid)
+            col = (r["cpus"], r["topology"], disk(r) or "", r["timing_mode"], r["patch_set"] != "vanilla",
+                   r["patch_set"])
+            by.setdefault(col, []).append(rid)
     out = []
-    for (cpus, topo, ps), rids in sorted(by.items(), key=lambda kv: (*kv[0][:2], kv[0][2] != "vanilla", kv[0][2])):
+    for (cpus, topo, dsk, mode, _, ps), rids in sorted(by.items()):
         total: dict = {}
         for rid in rids:
-            for cls, n in con.execute("SELECT class, contentions FROM repro_lockstat WHERE run_id = ? "
-                                      "AND phase = 'run'", (rid,)):
-                total[cls] = total.get(cls, 0) + (n or 0)
-        top = sorted(total.items(), key=lambda kv: -kv[1])[:3]
+            for cls, n, w in con.execute("SELECT class, contentions, wait_total_us FROM repro_lockstat "
+                                         "WHERE run_id = ? AND phase = 'run'", (rid,)):
+                had = total.get(cls, (0, 0.0))
+                total[cls] = (had[0] + (n or 0), had[1] + (w or 0.0))
+        top = sorted(total.items(), key=lambda kv: (-kv[1][0], kv[0]))[:3]
         if top:
             runs = f"{len(rids)} run{'s' * (len(rids) > 1)}"
-            out.append(f"most contended lock classes over the storm, {ps} (lockstat), {cpus} CPUs ({topo}), mean of "
-                       f"{runs}: " + ", ".join(f"{c} {n / len(rids):,.0f}" for c, n in top)
+            out.append(f"most contended lock classes over the storm, {ps} (lockstat, timing {mode}), {cpus} CPUs "
+                       f"({topo}{', ' + dsk if dsk else ''}), mean of {runs}: "
+                       + ", ".join(f"{c} {n / len(rids):,.0f} (wait {w / len(rids) / 1e3:,.0f} ms)"
+                                   for c, (n, w) in top)
                        + " (lock_stat's ten most contended a run; a class outside a run's ten counts 0 there)")
     return out
 

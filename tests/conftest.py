@@ -12,10 +12,10 @@ from tests.e2e import environment
 SLOW_KINDS = ("engine", "boot", "study")
 
 
-# Modules that build a kernel no other module needs (every patch set,
-# Alpha, 6.12) go first: builds hold both cores, so the suite ends soonest
-# when the build chain is done early and the short tests fill the other
-# worker's time at the end (longest first). The first two build different
+# Modules that start a kernel tree (6.1's with seed 002's pair, Alpha,
+# every patch set, 6.12) go first: builds hold both cores, so the suite
+# ends soonest when the build chain is done early and the short tests fill
+# the other worker's time at the end (longest first). The first two build different
 # trees (6.1's default, Alpha), so both workers compile from the start;
 # every patch set then builds in the 6.1 tree the first left. `./run.py
 # test` keeps this order for xdist (--no-loadscope-reorder).

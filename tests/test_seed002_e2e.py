@@ -5,10 +5,12 @@ trylocks it), in one command, read through the seed page's own rows
 (seeds/table002.py) from the guest-clock profile: the seed's evidence was a
 profile too.
 
-The direction that holds at this size: the period set's writers find the
-anon_vma rwsem held and spin on its owner (osq_lock, rwsem_optimistic_spin,
-rwsem_spin_on_owner) many times more than vanilla's, and enter the write
-slow path more. Measured 2026-11-30 with `--timing fast` (the profile, on
+The direction that holds at this size: rwsem optimistic spinning (osq_lock,
+rwsem_optimistic_spin, rwsem_spin_on_owner) and the rwsem write slow path
+take many times vanilla's share of the kernel's time on the period set,
+whose reclaim takes the anon_vma rwsem for write where vanilla's trylocks it
+for read (the symbols are every rwsem's, mmap_lock's too; the two kernels
+differ in the anon_vma locking only). Measured 2026-11-30 with `--timing fast` (the profile, on
 instruction counts: contention is the kernel's), 0.5 guest s, seeds 0 / 1
 / 2: rwsem optimistic spinning 0.0007 -> 0.044, 0.0004 -> 0.062 and 0.0005
 -> 0.050 % of the kernel's time, rwsem_down_write_slowpath 0.005 -> 0.032,
@@ -65,7 +67,7 @@ def test_both_kernels_ran_the_same_storm_under_reclaim(storm):
         assert ROWS["anon_vma"].value(c, x["id"]) is None
 
 
-def test_the_period_set_spins_on_the_anon_vma_rwsem(storm):
+def test_the_period_set_spins_and_waits_on_rwsems_many_times_more(storm):
     r, c, runs, done = storm
     van, per = runs["vanilla"]["id"], runs["rmap-lock-blocking"]["id"]
     spin = ROWS["rwsem_spin"].value

@@ -486,8 +486,9 @@ def test_a_warning_is_per_comparison_not_per_machine(tmp_path):
     """A machine's columns in two timing modes are two comparisons, each
     within its mode, each column saying how it was made (002: the lock_stat block is
     functional beside detailed blocks): no warning. Runs whose % are against
-    the same column and differ in more than the kernel: warned, once, naming
-    that column."""
+    the same column and were made differently: warned, once, naming that
+    column. A machine's runs that differ in what they ran: warned, whatever
+    comparison they are in."""
     con2 = db.connect(tmp_path / "w.db")
     x2 = T.load("x86-2s")
     fork = {"experiment": "forkstorm", "kernel_flavor": "lockstat"}
@@ -503,6 +504,12 @@ def test_a_warning_is_per_comparison_not_per_machine(tmp_path):
     warned = [x for x in table(con2, "002", [van, other]).splitlines() if x.startswith("WARNING")]
     assert warned == ["WARNING: the runs compared with vanilla (lockstat) on x86-2s, 8 CPUs differ in engine_version: "
                       "this compares more than the kernels"]
+    # what a run was (here its parameters) must agree across all of a machine's columns, comparisons apart
+    half = [store(con2, x2, forkstorm_lines(0.9, 800), experiment="forkstorm", patch_set=k, timing_mode="detailed",
+                  timing_plugin="detailed sha256 0123", params_json='{"duration_s": 0.5}', run_key=f"half-{k}")
+            for k in ("vanilla", "rmap-lock-blocking")]
+    warned = [x for x in table(con2, "002", [van, per, *half]).splitlines() if x.startswith("WARNING")]
+    assert warned == ["WARNING: the runs on x86-2s, 8 CPUs differ in params_json: this compares more than the kernels"]
 
 
 def test_a_seeds_blocks_are_the_blocks_the_study_runner_reads():
@@ -980,23 +987,26 @@ def test_a_pair_on_one_machine_with_two_disks_names_the_disk(tmp_path):
 
 
 def test_002_names_the_locks_each_lock_stat_column_fought_over(tmp_path):
-    """lock_stat's most contended classes, summed over a column's runs and
-    divided by its runs (a class outside one run's top ten counts 0 there),
-    three a column, vanilla first; a default-flavor run adds no line."""
+    """lock_stat's most contended classes, contentions and wait summed over a
+    column's runs and divided by its runs (a class outside one run's top ten
+    counts 0 there), three a column, vanilla first, the storm's phase only;
+    a default-flavor run adds no line."""
     con = db.connect(tmp_path / "l.db")
     x2 = T.load("x86-2s")
 
     def storm(kernel, flavor, classes, key):
-        top = [{"class": c, "contentions": n, "wait_total_us": 1.0} for c, n in classes]
+        top = [{"class": c, "contentions": n, "wait_total_us": w} for c, n, w in classes]
         return store(con, x2, [*forkstorm_lines(0.6, 100), rec("lockstat", phase="run", top=top),
                                rec("lockstat", phase="boot", top=[{"class": "boot_only", "contentions": 10 ** 9}])],
                      experiment="forkstorm", patch_set=kernel, kernel_flavor=flavor, run_key=key)
-    ids = [storm("rmap-lock-blocking", "lockstat", [("swap", 900), ("anon_vma-W", 300), ("ptl", 30), ("zone", 3)], "a"),
-           storm("vanilla", "lockstat", [("swap", 1000), ("ptl", 20)], "b"),
-           storm("vanilla", "lockstat", [("swap", 500), ("lru", 40)], "c"),
-           storm("vanilla", "default", [("x", 5)], "d")]
+    ids = [storm("rmap-lock-blocking", "lockstat", [("swap", 900, 0), ("anon_vma-W", 300, 8e6), ("ptl", 30, 0),
+                                                     ("zone", 3, 0)], "a"),
+           storm("vanilla", "lockstat", [("swap", 1000, 4000), ("ptl", 20, 0)], "b"),
+           storm("vanilla", "lockstat", [("swap", 500, 2000), ("lru", 40, 0)], "c"),
+           storm("vanilla", "default", [("x", 5, 0)], "d")]
     notes = [x for x in table(con, "002", ids).splitlines() if x.startswith("most contended")]
-    assert [x.split(": ", 1)[1].split(" (lock_stat")[0] for x in notes] == ["swap 750, lru 20, ptl 10",
-                                                                          "swap 900, anon_vma-W 300, ptl 30"]
-    assert notes[0].startswith("most contended lock classes over the storm, vanilla (lockstat), 8 CPUs (x86-2s), "
-                               "mean of 2 runs: ")
+    assert [x.split(": ", 1)[1].split(" (lock_stat")[0] for x in notes] == [
+        "swap 750 (wait 3 ms), lru 20 (wait 0 ms), ptl 10 (wait 0 ms)",
+        "swap 900 (wait 0 ms), anon_vma-W 300 (wait 8,000 ms), ptl 30 (wait 0 ms)"]
+    assert notes[0].startswith("most contended lock classes over the storm, vanilla (lockstat, timing off), 8 CPUs "
+                               "(x86-2s), mean of 2 runs: ")
