@@ -208,6 +208,19 @@ def adopt_orphans(con, dbpath: Path, sid: int, workroot: Path, runs_root: Path, 
         _rmtree(wd)
 
 
+def running_elsewhere(dbpath: Path, key: str, mine: Claim) -> str | None:
+    """The live coordinator other than this one running `key` into this
+    database, under any study: a lane started from another version of the
+    study file is another study (2026-12-01: two lanes of seed 001's MGLRU
+    block, one a comment behind, ran the same key at once)."""
+    every = db.beside(dbpath, "work", "study-*")  # work_root's folder for any study id
+    for wd in sorted(every.parent.glob(f"{every.name}/{key}")):
+        other = live_owner(wd)
+        if other and other != mine.path.name:
+            return other
+    return None
+
+
 def work_root(dbpath: Path, sid: int) -> Path:
     """Where a study's tasks keep their files while they run; a coordinator
     starting up adopts (or kills) every task it finds there."""
@@ -296,8 +309,8 @@ def execute(study: Study, dbpath: Path, pool, retries: int = 2, rerun: bool = Fa
                 if not rerun and not rerun_failed and attempts[r.key] == 0 and _settle(con, sid, [r], tally):
                     tally.skipped += 1  # another coordinator's run of it failed in the guest meanwhile: said above
                     continue
-                other = live_owner(workroot / r.key)
-                if other and other != mine.path.name:  # another lane of this study runs it: its result, not ours
+                other = running_elsewhere(dbpath, r.key, mine)
+                if other:  # another lane runs it: its result, not ours
                     tally.elsewhere += 1
                     tally.lines.append(f"{_label(r)}: running under another coordinator ({other}); left to it")
                     continue

@@ -434,6 +434,26 @@ def test_every_shipped_study_expands_with_distinct_keys_and_perturbed_repeats(pa
     assert len(set(words.values())) == len(words)
 
 
+def test_a_coordinator_leaves_a_key_alone_that_another_version_of_its_study_is_running(tmp_path):
+    """Two lanes from checkouts whose study files differ (a comment: another
+    sha256, so another study id over the same database) plan the same keys:
+    the second must not run a key the first, alive, is running; once the
+    first is gone it may."""
+    s = study.load(write(tmp_path, BASE))
+    con = db.connect(tmp_path / "study.db")
+    other_sid = runner.register(con, study.load(write(tmp_path, BASE + "\n# another version\n", "v2.toml")))
+    first = runner.Claim(runner.work_root(tmp_path / "study.db", other_sid))
+    first.claim(runner.work_root(tmp_path / "study.db", other_sid) / s.runs[0].key)
+    pool = FakePool(tmp_path)
+    _, t = runner.execute(s, tmp_path / "study.db", pool)
+    assert runner.register(con, s) != other_sid
+    assert s.runs[0].key not in pool.submitted and len(pool.submitted) == len(s.runs) - 1 and t.elsewhere == 1
+    first.release()
+    pool2 = FakePool(tmp_path)
+    runner.execute(s, tmp_path / "study.db", pool2)
+    assert s.runs[0].key in pool2.submitted
+
+
 def test_a_second_coordinator_of_the_same_study_leaves_the_first_ones_tasks_alone(tmp_path):
     """Two lanes of one study over one database (`./run.py seeds 003` and
     `./run.py seeds 004` at once are study 1 both): the second starting must
