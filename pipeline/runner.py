@@ -213,7 +213,7 @@ def running_elsewhere(dbpath: Path, key: str, mine: Claim) -> str | None:
     database, under any study: a lane started from another version of the
     study file is another study (2026-12-01: two lanes of seed 001's MGLRU
     block, one a comment behind, ran the same key at once)."""
-    every = db.beside(dbpath, "work", "study-*")  # work_root's folder for any study id
+    every = work_root(dbpath, "*")  # any study's
     for wd in sorted(every.parent.glob(f"{every.name}/{key}")):
         other = live_owner(wd)
         if other and other != mine.path.name:
@@ -221,7 +221,7 @@ def running_elsewhere(dbpath: Path, key: str, mine: Claim) -> str | None:
     return None
 
 
-def work_root(dbpath: Path, sid: int) -> Path:
+def work_root(dbpath: Path, sid: int | str) -> Path:
     """Where a study's tasks keep their files while they run; a coordinator
     starting up adopts (or kills) every task it finds there."""
     return db.beside(dbpath, "work", f"study-{sid}")
