@@ -16,7 +16,6 @@ from seeds.kit import (
     Seed,
     Table,
     cpu_share,
-    disk,
     fig,
     kernel_ps,
     run_of,
@@ -123,15 +122,15 @@ def _lock_notes(con, run_ids) -> list[str]:
     rows give the anon_vma and pte locks only; vanilla's _spin_lock share
     names no lock). Most contended first: a sleeping lock's wait counts its
     sleep, a spin lock's its spinning."""
+    from seeds.runs import column  # the table's own columns and order (seeds.runs imports this module)
     by: dict = {}
     for rid in run_ids:
         r = run_of(con, rid)
         if r["kernel_flavor"] == "lockstat":
-            col = (r["cpus"], r["topology"], disk(r) or "", r["timing_mode"], r["patch_set"] != "vanilla",
-                   r["patch_set"])
-            by.setdefault(col, []).append(rid)
+            by.setdefault(column(S002, r), []).append(rid)
     out = []
-    for (cpus, topo, dsk, mode, _, ps), rids in sorted(by.items()):
+    for col, rids in sorted(by.items()):
+        (cpus, _, topo, dsk), mode, ps = col[0], col[4], col[5][1]
         total: dict = {}
         for rid in rids:
             for cls, n, w in con.execute("SELECT class, contentions, wait_total_us FROM repro_lockstat "
