@@ -1,6 +1,7 @@
 """What a seed's table is made of (seeds/tables.py gathers the five
 seeds' own): the Seed, its Tables, their Rows and Headlines, and the
-functions that read a row's value from one of our runs.
+functions that read a row's value from one of our runs, and the column a run
+falls in (seeds/runs.py picks runs per column; seed 002's notes group by it).
 
 A row keeps the seed's name and unit and says how one of our runs gives it:
 a function (con, run_id) -> value, None when the run did not record it (a
@@ -14,9 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import experiments
 import topologies
 from analysis import compare, profile_report
 from analysis.profile import KERNEL
+from timing import modes
 
 # what a row needs that a run may not have (a row's `why`)
 NEED_PROFILE = "needs a run with the plugin's profile (every timing mode but off; --no-profile turns it off)"
@@ -112,6 +115,26 @@ def kernel_ps(con, rid) -> dict[str, tuple[int, int]]:
 def disk(r) -> str:
     """A run's disk model by name ("cheetah-15k4: 5500/6000 us ..." -> cheetah-15k4); '' if none."""
     return (r["disk_model"] or "").split(":")[0]
+
+
+def column(s, r) -> tuple:
+    """A column, in display order: the machine (when the seed varies it), flavor and timing mode, then the
+    kernel (the seed's order first)."""
+    rank = list(dict.fromkeys(["vanilla", *s.stands_for]))  # vanilla 6.1 first: the % are against it
+    have = json.loads(r["params_json"]) if s.param_columns else {}
+    # a parameter away from its default is part of the column (004: zone_reclaim_mode=5, the page cache filled)
+    own = tuple(f"{n}={have[n]}" for n in s.param_columns if n in have and have[n] != _default(s.experiment, n))
+    kern = (rank.index(r["patch_set"]) if r["patch_set"] in rank else len(rank), r["patch_set"], own)
+    machine = (r["cpus"], r["nodes"], r["topology"], disk(r)) if s.by_machine else ()
+    return (machine, r["kernel_flavor"] != "default", r["kernel_flavor"], modes.get(r["timing_mode"]).loads_plugin,
+            r["timing_mode"], kern)
+
+
+@functools.cache
+def _default(experiment: str, name: str):
+    """The experiment's default for a parameter ("kernel" for a knob left to the kernel)."""
+    p = experiments.load(experiment).params.get(name)
+    return p.default if p is not None else None
 
 
 def fig(name: str, scale: float = 1.0) -> Callable:

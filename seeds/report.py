@@ -18,9 +18,9 @@ import sys
 from analysis import db, pages
 from analysis.compare import _fmt, pct
 from seeds import campaign
-from seeds.kit import Reading, Row, disk, run_of
+from seeds.kit import Reading, Row, column, disk, run_of
 from seeds.published import PUBLISHED, Pub
-from seeds.runs import SeedError, column, failed_runs, seed_of, select_runs, stale
+from seeds.runs import SeedError, failed_runs, seed_of, select_runs, stale
 from seeds.tables import SEEDS
 from timing import modes
 

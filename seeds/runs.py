@@ -5,16 +5,13 @@ column, or exactly a study's; and the failed ones a column is missing.
 seeds/report.py prints the tables over them."""
 from __future__ import annotations
 
-import functools
 import json
 import tomllib
 from pathlib import Path
 
-import experiments
 from analysis import studyfile
-from seeds.kit import disk, run_of
+from seeds.kit import column, run_of
 from seeds.tables import SEEDS
-from timing import modes
 
 REPO = Path(__file__).resolve().parent.parent
 SEEDS_STUDY = REPO / "studies" / "seeds.toml"
@@ -61,26 +58,6 @@ def _params_match(block: dict, r) -> bool:
                                    float(a) == float(b))
     return all(any(same(have.get(k), x) for x in (v if isinstance(v, list) else [v]))
                for k, v in block.get("params", {}).items())
-
-
-def column(s, r) -> tuple:
-    """A column, in display order: the machine (when the seed varies it), flavor and timing mode, then the
-    kernel (the seed's order first)."""
-    rank = list(dict.fromkeys(["vanilla", *s.stands_for]))  # vanilla 6.1 first: the % are against it
-    have = json.loads(r["params_json"]) if s.param_columns else {}
-    # a parameter away from its default is part of the column (004: zone_reclaim_mode=5, the page cache filled)
-    own = tuple(f"{n}={have[n]}" for n in s.param_columns if n in have and have[n] != _default(s.experiment, n))
-    kern = (rank.index(r["patch_set"]) if r["patch_set"] in rank else len(rank), r["patch_set"], own)
-    machine = (r["cpus"], r["nodes"], r["topology"], disk(r)) if s.by_machine else ()
-    return (machine, r["kernel_flavor"] != "default", r["kernel_flavor"], modes.get(r["timing_mode"]).loads_plugin,
-            r["timing_mode"], kern)
-
-
-@functools.cache
-def _default(experiment: str, name: str):
-    """The experiment's default for a parameter ("kernel" for a knob left to the kernel)."""
-    p = experiments.load(experiment).params.get(name)
-    return p.default if p is not None else None
 
 
 def _matching(con, seed: str, study_id: int | None, status: str, keys: set | None = None) -> list:

@@ -15,6 +15,7 @@ from seeds.kit import (
     Row,
     Seed,
     Table,
+    column,
     cpu_share,
     fig,
     kernel_ps,
@@ -122,7 +123,6 @@ def _lock_notes(con, run_ids) -> list[str]:
     rows give the anon_vma and pte locks only; vanilla's _spin_lock share
     names no lock). Most contended first: a sleeping lock's wait counts its
     sleep, a spin lock's its spinning."""
-    from seeds.runs import column  # the table's own columns and order (seeds.runs imports this module)
     by: dict = {}
     for rid in run_ids:
         r = run_of(con, rid)

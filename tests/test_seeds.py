@@ -18,7 +18,7 @@ import topologies as T
 from analysis import compare, db, pages
 from analysis.profile import KERNEL
 from analysis.rows import insert
-from seeds import report as seeds, runs as seed_runs, table002, table004, tables as seed_tables
+from seeds import kit as seed_kit, report as seeds, runs as seed_runs, table002, table004, tables as seed_tables
 from tests.e2e import REPO
 from tests.test_report import rec, store
 
@@ -844,7 +844,7 @@ def test_a_parameter_away_from_its_default_makes_a_column_of_its_own():
     s = seeds.SEEDS["004"]
     row = {"patch_set": "vanilla", "cpus": 32, "nodes": 32, "topology": "gs1280-32", "disk_model": "",
            "kernel_flavor": "default", "timing_mode": "detailed"}
-    col = lambda **p: seed_runs.column(s, {**row, "params_json": json.dumps({"cpu": 0, **p})})[5][2]
+    col = lambda **p: seed_kit.column(s, {**row, "params_json": json.dumps({"cpu": 0, **p})})[5][2]
     assert col() == () and col(zone_reclaim_mode="kernel", cache_frac=0.0) == ()
     assert col(zone_reclaim_mode=5) == ("zone_reclaim_mode=5",)
     assert col(cache_frac=0.25, zone_reclaim_mode="kernel") == ("cache_frac=0.25",)
