@@ -112,6 +112,18 @@ def kernel_ps(con, rid) -> dict[str, tuple[int, int]]:
     return _once(con, _kernel_ps, rid)
 
 
+def _dso_ps(con, rid, dso: str) -> int | None:
+    sql = "SELECT SUM(time_ps) FROM profile_symbols WHERE run_id = ? AND dso = ?"
+    return con.execute(sql, (rid, dso)).fetchone()[0]
+
+
+def dso_s(con, rid, dso: str) -> float | None:
+    """Seconds on the guest clock in one DSO (a program, or analysis.profile.KERNEL),
+    all CPUs and phases (they partition the run); None without a profile."""
+    ps = _dso_ps(con, rid, dso)
+    return None if ps is None else ps / 1e12
+
+
 def disk(r) -> str:
     """A run's disk model by name ("cheetah-15k4: 5500/6000 us ..." -> cheetah-15k4); '' if none."""
     return (r["disk_model"] or "").split(":")[0]

@@ -194,6 +194,9 @@ def build(path: Path) -> dict:
     for rep, (el, us) in enumerate(((10.0, 6.0), (12.0, 6.5), (14.0, 7.0))):
         add(f"q_van_{rep}", gs8, "qsbench", "vanilla", qsbench_lines(us, 1.0, el, 1000 + rep, 2.0))
         add(f"q_nb_{rep}", gs8, "qsbench", "allocators-reclaim", qsbench_lines(us, 2.0, el * 1.5, 1500, 3.0))
+        # the profile's user time: system on the guest clock is 1.25 s and 2.5 s (CPU time less it)
+        profile(con, ids[f"q_van_{rep}"], (("quicksort", "qsbench", int((us - 0.25) * 1e12)),))
+        profile(con, ids[f"q_nb_{rep}"], (("quicksort", "qsbench", int((us - 0.5) * 1e12)),))
     # the period kernel's third run died (the guest's OOM killer took the sort): said under the table
     add("q_oom", gs8, "qsbench", "allocators-reclaim", [snap("before", 0, oom_kill=0), snap("after", 9000, oom_kill=1)],
         status="failed", reason="experiment exited with status 1")
@@ -241,6 +244,9 @@ def built(tmp_path_factory):
 
 def table(con, seed, ids) -> str:
     return seeds.render(con, seed, ids)
+
+
+CLOCK_SYS = "system on the guest clock (CPU time less the profile's user time)"  # seed 003's headline row
 
 
 def cells(text: str, name: str) -> list[str]:
@@ -383,8 +389,10 @@ def test_repeats_give_mean_and_spread(built):
     # the seed's elapsed means differ by 1.2 %, well inside its runs' 198-248 s: no direction to match
     assert re.search(r"^direction, elapsed: ours \+50\.00% .*: the seed shows no clear change", text, re.M)
     # the repeats agree exactly on each side: two a kernel would tell them apart
-    assert re.search(r"^direction, system time: ours \+100\.00% .*: same direction as the seed \(repeats a kernel to "
-                     r"tell these two apart at 5 % with 80 % power, from their spread: 2; 3 here\)$", text, re.M)
+    assert cells(text, CLOCK_SYS)[1:4] == ["1.25 (1.25-1.25)", "2.50 (2.50-2.50)", "+100.00%"]
+    assert re.search(r"^direction, system time \(guest clock\): ours \+100\.00% .*: same direction as the seed "
+                     r"\(repeats a kernel to tell these two apart at 5 % with 80 % power, from their spread: 2; "
+                     r"3 here\)$", text, re.M)
 
 
 def test_direction_line_follows_our_data(built):
@@ -973,8 +981,10 @@ def test_a_pair_on_one_machine_with_two_disks_names_the_disk(tmp_path):
         for rep, el in enumerate((10.0, 11.0, 12.0)):
             ids.append(store(con, gs8, qsbench_lines(6.0, 1.0, el, 1000 + rep, 2.0), experiment="qsbench",
                              patch_set="vanilla", disk_model=d, run_key=f"v{d[:3]}{rep}"))
+            profile(con, ids[-1], (("quicksort", "qsbench", 6 * 10 ** 12),))
             ids.append(store(con, gs8, qsbench_lines(6.0, slow, el, 1000 + rep, 2.0), experiment="qsbench",
                              patch_set="allocators-reclaim", disk_model=d, run_key=f"a{d[:3]}{rep}"))
+            profile(con, ids[-1], (("quicksort", "qsbench", 6 * 10 ** 12),))
     text = table(con, "003", ids)
     lines = [x for x in text.splitlines() if x.startswith("direction, system time")]
     assert len(lines) == 2, lines
@@ -984,6 +994,33 @@ def test_a_pair_on_one_machine_with_two_disks_names_the_disk(tmp_path):
     assert "cheetah-15k4" in verdict and "ssd-980pro" in verdict, verdict
     one = table(con, "003", ids[:6])
     assert "at 8 CPUs (gs1280-8)" in one and "gs1280-8, cheetah" not in one.split("verdict")[1]
+
+
+def test_003_judges_system_time_on_the_guest_clock_not_by_the_tick_split(tmp_path):
+    """The sorters' CPU time is exact; its split into user and system is by
+    100 Hz ticks, some 50 of them system. The headline takes system time as
+    that CPU time less the profile's user time: here the split says the
+    period set cut system time, the guest clock says it grew, and the
+    direction follows the clock. A run without a profile has no such value."""
+    con = db.connect(tmp_path / "q.db")
+    gs8, ids = T.load("gs1280-8"), {}
+    for rep in range(3):
+        for kern, sys_, user_clock in (("vanilla", 1.0, 6.2), ("allocators-reclaim", 0.9, 5.9)):
+            rid = store(con, gs8, qsbench_lines(6.0, sys_, 10.0 + rep, 1000, 2.0), experiment="qsbench",
+                        patch_set=kern, run_key=f"{kern}{rep}")
+            profile(con, rid, (("quicksort", "qsbench", int(user_clock * 1e12)),
+                               ("shrink_folio_list", KERNEL, 10 ** 9)))
+            ids[kern, rep] = rid
+    text = table(con, "003", list(ids.values()))
+    split = cells(text, "system (getrusage: the split by 100 Hz ticks)")
+    assert split[1:4] == ["1 (1-1)", "0.90 (0.90-0.90)", "-10.00%"]
+    assert cells(text, CLOCK_SYS)[1:4] == ["0.80 (0.80-0.80)", "1 (1-1)", "+25.00%"]
+    line = next(x for x in text.splitlines() if x.startswith("direction, system time"))
+    assert line.startswith("direction, system time (guest clock): ours +25.00% vanilla→allocators-reclaim")
+    assert "same direction as the seed" in line
+    bare = store(con, gs8, qsbench_lines(6.0, 1.0, 10.0, 1000, 2.0), experiment="qsbench", patch_set="vanilla",
+                 run_key="bare")
+    assert seed_tables.SEEDS["003"].tables[0].rows[2].value(con, bare) is None
 
 
 def test_002_names_the_locks_each_lock_stat_column_fought_over(tmp_path):
