@@ -42,6 +42,7 @@ class Headline:
     label: str
     expect: int = 0                   # the seed's claimed sign (fixed -> pathological) when it published one side only
     claim: str = ""
+    aside: str = ""                   # shown but kept out of the verdict, and why (003's tick-split system time)
 
 
 @dataclass(frozen=True)
@@ -100,10 +101,14 @@ def shares(con, rid) -> dict:
     return _once(con, profile_report.shares, rid)
 
 
-def _kernel_ps(con, rid) -> dict[str, tuple[int, int]]:
+def _dso_ps(con, rid, dso: str) -> dict[str, tuple[int, int]]:
     rows = con.execute("SELECT symbol, SUM(time_ps), SUM(pause_ps) FROM profile_symbols WHERE run_id = ? AND dso = ? "
-                       "GROUP BY symbol", (rid, KERNEL)).fetchall()
+                       "GROUP BY symbol", (rid, dso)).fetchall()
     return {r[0]: (r[1] or 0, r[2] or 0) for r in rows}
+
+
+def _kernel_ps(con, rid) -> dict[str, tuple[int, int]]:
+    return _dso_ps(con, rid, KERNEL)
 
 
 def kernel_ps(con, rid) -> dict[str, tuple[int, int]]:
@@ -112,16 +117,12 @@ def kernel_ps(con, rid) -> dict[str, tuple[int, int]]:
     return _once(con, _kernel_ps, rid)
 
 
-def _dso_ps(con, rid, dso: str) -> int | None:
-    sql = "SELECT SUM(time_ps) FROM profile_symbols WHERE run_id = ? AND dso = ?"
-    return con.execute(sql, (rid, dso)).fetchone()[0]
-
-
 def dso_s(con, rid, dso: str) -> float | None:
-    """Seconds on the guest clock in one DSO (a program, or analysis.profile.KERNEL),
-    all CPUs and phases (they partition the run); None without a profile."""
+    """Seconds on the guest clock in one DSO (a program: every process
+    running its code; or analysis.profile.KERNEL), all CPUs and phases (they
+    partition the run); None without a profile or with none of it there."""
     ps = _dso_ps(con, rid, dso)
-    return None if ps is None else ps / 1e12
+    return sum(t for t, _ in ps.values()) / 1e12 if ps else None
 
 
 def disk(r) -> str:

@@ -318,6 +318,8 @@ def _direction(s, h, row: Row, ours: dict, keys, base, pub: dict) -> list[str]:
                    "ours shows no clear change (under 1 % or within the runs' spread): not the seed's direction"
                    if got == 0 else
                    "same direction as the seed" if got == want else "OPPOSITE to the seed")
+        if h.aside:  # shown, so a reader can audit the verdict's choice of row, not counted
+            outcome, verdict = None, f"{verdict}; not counted in the verdict: {h.aside}"
         if outcome and not spread_on_both(a, z):
             # one run has no spread to tell a change from noise by (003's NVMe pair read +6 % on its
             # first repeat and -9 % on three): said, and kept out of the verdict until repeats land
