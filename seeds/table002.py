@@ -17,6 +17,7 @@ from seeds.kit import (
     Table,
     column,
     cpu_share,
+    disk,
     fig,
     kernel_ps,
     run_of,
@@ -129,8 +130,9 @@ def _lock_notes(con, run_ids) -> list[str]:
         if r["kernel_flavor"] == "lockstat":
             by.setdefault(column(S002, r), []).append(rid)
     out = []
-    for col, rids in sorted(by.items()):
-        (cpus, _, topo, dsk), mode, ps = col[0], col[4], col[5][1]
+    for _, rids in sorted(by.items()):
+        r = run_of(con, rids[0])  # the column's runs share what the line names
+        cpus, topo, dsk, mode, ps = r["cpus"], r["topology"], disk(r), r["timing_mode"], r["patch_set"]
         total: dict = {}
         for rid in rids:
             for cls, n, w in con.execute("SELECT class, contentions, wait_total_us FROM repro_lockstat "

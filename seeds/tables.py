@@ -220,7 +220,7 @@ def _qs_notes(con, run_ids, top: int = 5) -> list[str]:
     """Where the period set's extra system time goes, machine by machine: the
     kernel symbols whose CPU time on the guest clock grew most from vanilla
     to allocators-reclaim (means over each kernel's runs), and the spin-wait
-    part, with the machine's PAUSE price (the row moved with it)."""
+    part, with the machine's PAUSE price (003-pause1 asks whether the rise moves with it: it does not)."""
     by: dict = {}
     for rid in run_ids:
         r = run_of(con, rid)

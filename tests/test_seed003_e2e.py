@@ -20,6 +20,7 @@ shipped patch set CI builds anyway)."""
 import pytest
 
 from images import kernel as kimg
+from seeds.kit import delta, fig
 from seeds.tables import S003
 from tests.e2e import REPO, db, vmlab
 
@@ -43,16 +44,6 @@ def sorts(tmp_path_factory, vmlab_env):
     return c, runs
 
 
-def metric(c, rid, name):
-    row = c.execute("SELECT value FROM metrics WHERE run_id = ? AND name = ?", (rid, name)).fetchone()
-    return None if row is None else row[0]
-
-
-def steals_direct(c, rid) -> int:
-    return c.execute("SELECT delta FROM v_vmstat_delta WHERE run_id = ? AND counter = 'pgsteal_direct'",
-                     (rid,)).fetchone()[0]
-
-
 def test_both_kernels_sorted_the_same_array_above_ram(sorts):
     c, runs = sorts
     sums = set()
@@ -61,7 +52,7 @@ def test_both_kernels_sorted_the_same_array_above_ram(sorts):
         live = {n for (n,) in c.execute("SELECT name FROM metrics WHERE run_id = ? AND name LIKE 'patch_live.%'",
                                         (x["id"],))}
         assert live == {f"patch_live.{k}" for k in kimg.components(x["patch_set"])}
-        assert metric(c, x["id"], "qsbench.pswpout") > 0 and metric(c, x["id"], "qsbench.majflt") > 0
+        assert fig("qsbench.pswpout")(c, x["id"]) > 0 and fig("qsbench.majflt")(c, x["id"]) > 0
         sums.add(c.execute("SELECT text FROM metrics WHERE run_id = ? AND name = 'qsbench.checksum'",
                            (x["id"],)).fetchone()[0])
     assert len(sums) == 1  # same qs_seed, same array, whatever the kernel and the perturbation
@@ -71,8 +62,9 @@ def test_the_allocators_reclaim_for_themselves_and_their_system_time_rises(sorts
     c, runs = sorts
     by = {k: [x["id"] for x in runs if x["patch_set"] == k] for k in ("vanilla", "allocators-reclaim")}
     # the patch's mechanism: an allocator that woke kswapd reclaims a batch itself
-    van_steals = [steals_direct(c, r) for r in by["vanilla"]]
-    per_steals = [steals_direct(c, r) for r in by["allocators-reclaim"]]
+    steals = delta("pgsteal_direct")  # the page's vmstat reader
+    van_steals = [steals(c, r) for r in by["vanilla"]]
+    per_steals = [steals(c, r) for r in by["allocators-reclaim"]]
     assert min(per_steals) > 4 * max(van_steals), (van_steals, per_steals)
     # the seed's direction, on the page's own row: every run with the patch above every vanilla run
     clock = ROWS["system_clock"].value
@@ -80,5 +72,5 @@ def test_the_allocators_reclaim_for_themselves_and_their_system_time_rises(sorts
     assert min(per) > max(van) > 0, (van, per)
     # and it is the sort's time, not the whole kernel's: under its exact CPU time
     for r in by["vanilla"] + by["allocators-reclaim"]:
-        busy = metric(c, r, "qsbench.user_s") + metric(c, r, "qsbench.sys_s")
+        busy = fig("qsbench.user_s")(c, r) + fig("qsbench.sys_s")(c, r)
         assert 0 < clock(c, r) < 0.2 * busy
