@@ -54,3 +54,20 @@ def db(tmp):
     c = sqlite3.connect(tmp / "r.db")
     c.row_factory = sqlite3.Row
     return c
+
+
+def metrics(c, rid) -> dict:
+    """A run's metrics by name: the number, else the text."""
+    return {x["name"]: x["value"] if x["value"] is not None else x["text"]
+            for x in c.execute("SELECT name, value, text FROM metrics WHERE run_id = ?", (rid,))}
+
+
+def reproducer_ok(c, rid, exp):
+    """The run is ok, of exp, and its reproducer's sanity checks all passed
+    (the rows, and the metric the summary prints from them); its row."""
+    run = c.execute("SELECT * FROM runs WHERE id = ?", (rid,)).fetchone()
+    assert run["status"] == "ok" and run["experiment"] == exp
+    checks = {x["check_name"]: x["ok"] for x in c.execute("SELECT * FROM repro_sanity WHERE run_id = ?", (rid,))}
+    assert checks and all(checks.values()), checks
+    assert metrics(c, rid)[f"{exp}.sanity_ok"] == 1
+    return run

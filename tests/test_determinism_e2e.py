@@ -1,9 +1,10 @@
 """Determinism on per-vCPU clocks (engine/qemu-patches/: the clocks and their
 scheduler 0002, the TLB's resize window 0004, the disk 0005, snapshots 0006):
 the same inputs give the same console, per-vCPU instruction counts and
-clocks, on 1 and 32 CPUs under the plugin (fast: counts and basic-block vectors)
-and on 8 without it, while the guest swaps to the modeled disk, and on 8 with
-the detailed model, whose four sorts fit in memory (below). Every pair is restored from the machine's
+clocks, on 1 CPU under the plugin (fast: counts and basic-block vectors)
+and on 8 without it, while the guest swaps to the modeled disk, and on 8
+with the detailed model and on 32 under the plugin's fast mode, whose four
+sorts fit in memory (below). Every pair is restored from the machine's
 snapshot after boot (the default). In the 8-CPU pair without the plugin,
 the second run goes under a host kick storm (the series' 0002's
 x-kick-storm-us: the running vCPU kicked every random 1-20 host us, where
@@ -21,7 +22,10 @@ fast mode was dropped when CI's cold run passed its hour (68.6 min, mostly
 cold kernel and QEMU builds) and is back since restored runs brought CI
 under it (2026-11-27): it replaces the 32-CPU pair without the plugin, whose
 interleaving fast mode keeps (the plugin charges no stall), so it covers
-that and the plugin's callbacks on many vCPUs. 32 CPUs under the detailed
+that and the plugin's callbacks on many vCPUs. Its sorts fit in memory
+since 2026-12-01 (206 s for the swapping pair in a cold run here, the
+suite's longest run after the builds; the disk's determinism is the 1- and
+8-CPU pairs'). 32 CPUs under the detailed
 model is not a case, for CI time. The 8-CPU detailed pair sorted above RAM
 until 2026-11-30: 15.5 wall minutes for the pair, a sixth of a cold CI's
 time; its array is now 0.3 of memory: the pair took 104 s alone here and
@@ -43,17 +47,19 @@ MACHINES = {1: "x86-1c-small", 8: "x86-2s-8c-small", 32: "x86-4s-32c-small"}
 # reads) came at host-timed points. Series patch 0004 keeps it in guest time.
 
 
-# the array as a fraction of memory: above RAM (it swaps) but in the
-# detailed pair, which prices every instruction (CI time, above)
-MEM_FRAC = {"fast": 1.05, "off": 1.05, "detailed": 0.3}
+# the array as a fraction of memory: above RAM (it swaps) on 1 and 8 CPUs
+# without the model; in memory in the detailed pair, which prices every
+# instruction, and on 32 CPUs, whose pair swapping was a tenth of CI's time
+# (CI time, above)
+MEM_FRAC = {(1, "fast"): 1.05, (8, "off"): 1.05, (8, "detailed"): 0.3, (32, "fast"): 0.3}
 
 
 @pytest.mark.parametrize("cpus,mode", [(1, "fast"), (8, "off"), (8, "detailed"), (32, "fast")])
 def test_a_swapping_run_repeats_exactly(vmlab_env, tmp_path, cpus, mode):
     topo = str(REPO / "tests" / "data" / f"{MACHINES[cpus]}.toml")
-    swaps = MEM_FRAC[mode] > 1
+    swaps = MEM_FRAC[cpus, mode] > 1
     cmd = vmlab_cmd(tmp_path, "-t", topo, "-e", "qsbench", "--timing", mode,
-                    "-p", f"mem_frac={MEM_FRAC[mode]},procs={min(cpus, 4)}")
+                    "-p", f"mem_frac={MEM_FRAC[cpus, mode]},procs={min(cpus, 4)}")
     # On 8 CPUs without the plugin a third, perturbed run (--seed 1) goes at
     # the same time: repeats of a study are such runs, and must not be copies.
     perturbed = cpus == 8 and mode == "off"
@@ -87,10 +93,12 @@ def test_a_swapping_run_repeats_exactly(vmlab_env, tmp_path, cpus, mode):
     assert all(k[1] > 0 for k in clocks[0])
     # stalls reach the clocks in detailed mode only
     assert (sum(k[2] for k in clocks[0]) > 0) == (mode == "detailed")
-    # it swapped to the modeled disk (where the array was above RAM), by the same amount both times
+    # it swapped to the modeled disk where the array was above RAM, by the same amount both times (32 CPUs'
+    # kernel leaves less room: it swaps a little with the array in memory, which the pair repeats too)
     out = [c.execute("SELECT delta FROM v_vmstat_delta WHERE run_id = ? AND counter = 'pswpout'", (i,)).fetchone()
            for i in ids]
-    assert out[0] is not None and (out[0][0] > 0) == swaps and out[0][0] == out[1][0]
+    assert out[0] is not None and out[0][0] == out[1][0]
+    assert out[0][0] > 0 if swaps else cpus == 32 or out[0][0] == 0
     el = [sorted(tuple(x) for x in c.execute("SELECT elapsed_ms, user_ms, sys_ms FROM qsbench_procs "
                                             "WHERE run_id = ?", (i,))) for i in ids]
     assert el[0] == el[1] and len(el[0]) == min(cpus, 4)

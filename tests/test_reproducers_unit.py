@@ -314,6 +314,14 @@ def test_qsbench_and_forkstorm_figures(tmp_path):
     assert m["forkstorm.lock_contentions.anon_vma"] == 4
     out = summary.render(con, rid)
     assert "240 jobs/min" in out and "system 3.00 s (75 % of busy time)" in out and "jobs per worker: 70 50" in out
+    assert "anon_vma 4, 9" in out and "without LOCK_STAT" not in out
+    # a default kernel's storm has no lock classes: the summary says they were not measured, and why
+    del fs["locks"]
+    (tmp_path / "default").mkdir()
+    con, rid = _store(tmp_path / "default", "forkstorm", {"workers": 2, "children": 4, "region_mib": 8},
+                      rec("forkstorm_done", **fs))
+    out = summary.render(con, rid)
+    assert "not measured (kernel without LOCK_STAT" in out and "anon_vma" not in out
 
 
 def test_memeater_summary_keeps_its_verdict(tmp_path):

@@ -29,7 +29,7 @@ from analysis.profile import KERNEL
 from images import kernel as kimg
 from seeds.kit import cpu_share
 from seeds.table002 import S002
-from tests.e2e import REPO, db, vmlab
+from tests.e2e import REPO, db, metrics, reproducer_ok, vmlab
 
 TOPO = REPO / "tests" / "data" / "x86-2s-small.toml"
 pytestmark = pytest.mark.boot
@@ -76,3 +76,23 @@ def test_the_period_set_spins_and_waits_on_rwsems_many_times_more(storm):
     assert slow(c, per) > 3 * slow(c, van), (slow(c, van), slow(c, per))
     # one command, two kernels: the comparison table names both
     assert "rmap-lock-blocking" in r.stdout and "vanilla" in r.stdout
+
+
+def test_the_reproducer_records_each_storm(storm):
+    """forkstorm's own records on both runs (the reproducer's end-to-end
+    check, which had a run of its own in tests/test_reproducers.py)."""
+    r, c, runs, done = storm
+    for x in runs.values():
+        reproducer_ok(c, x["id"], "forkstorm")
+        workers = [w for (w,) in c.execute("SELECT jobs FROM forkstorm_workers WHERE run_id = ? ORDER BY worker",
+                                          (x["id"],))]
+        assert len(workers) == len(done[x["patch_set"]]["per_worker"]) >= 2 and all(j > 0 for j in workers)
+        # jobs sampled every tick (and once when the workers are done): never fewer, the last one all of them
+        ticks = [t for (t,) in c.execute("SELECT jobs FROM forkstorm_ticks WHERE run_id = ? ORDER BY seq",
+                                        (x["id"],))]
+        assert ticks and ticks == sorted(ticks) and ticks[-1] == sum(workers)
+        m = metrics(c, x["id"])
+        assert m["forkstorm.jobs_per_min"] > 0 and 0 < m["forkstorm.sys_share"] < 1
+        assert m["forkstorm.sys_share"] + m["forkstorm.user_share"] <= 1.0
+        # a default kernel keeps no LOCK_STAT: no lock classes
+        assert c.execute("SELECT COUNT(*) FROM repro_lockstat WHERE run_id = ?", (x["id"],)).fetchone()[0] == 0

@@ -22,7 +22,7 @@ import pytest
 from images import kernel as kimg
 from seeds.kit import delta, fig
 from seeds.tables import S003
-from tests.e2e import REPO, db, vmlab
+from tests.e2e import REPO, db, metrics, reproducer_ok, vmlab
 
 TOPO = REPO / "tests" / "data" / "x86-2s-small.toml"
 SEEDS = (1, 2)
@@ -74,3 +74,18 @@ def test_the_allocators_reclaim_for_themselves_and_their_system_time_rises(sorts
     for r in by["vanilla"] + by["allocators-reclaim"]:
         busy = fig("qsbench.user_s")(c, r) + fig("qsbench.sys_s")(c, r)
         assert 0 < clock(c, r) < 0.2 * busy
+
+
+def test_the_reproducer_records_each_sort(sorts):
+    """qsbench's own records on every run (the reproducer's end-to-end check,
+    which had two runs of its own in tests/test_reproducers.py)."""
+    c, runs = sorts
+    for x in runs:
+        reproducer_ok(c, x["id"], "qsbench")
+        m = metrics(c, x["id"])
+        assert m["qsbench.elapsed_s"] > 0 and m["qsbench.host_wall_s"] > 0  # the guest's clock and the host's
+        procs = c.execute("SELECT * FROM qsbench_procs WHERE run_id = ?", (x["id"],)).fetchall()
+        ram_mib = 128  # x86-2s-small: 2 x 64 MiB
+        assert len(procs) == 1 and procs[0]["unsorted"] == 0
+        assert procs[0]["elements"] == round(1.1 * ram_mib) * (1 << 20) // 4
+        assert len(m["qsbench.checksum"]) == 16
