@@ -1,7 +1,8 @@
 """`./run.py seeds [SEED ...]`: run each seed's reproducer on its machine
 with its kernels (the seed's [[matrix]] block of studies/seeds.toml, as a
 study: resumable, keys already ok are not run again), then print the seed's
-own table beside its published figures (seeds/report.py)."""
+own table beside its published figures (seeds/report.py; printed and
+written as the page by seeds/page.py)."""
 from __future__ import annotations
 
 import argparse
@@ -42,7 +43,7 @@ def main(argv: list[str]) -> int:
     from pipeline import studycli
     a = parser().parse_args(argv)
     dbpath = Path(a.db).resolve()
-    from seeds import report as seeds, runs as seed_runs
+    from seeds import page as seeds, runs as seed_runs
     sid = None
     # a seed's blocks: "004" and any "004-..." (runs that are not a kernel x machine product)
     groups = [n for sd in a.seeds for n in seed_runs.block_names(SEEDS_STUDY.read_text(), sd)] or None

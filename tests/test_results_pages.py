@@ -109,9 +109,9 @@ def test_the_seeds_page_is_the_campaign_this_checkout_plans():
     without re-making the page (`./run.py seeds --db ...`, then its command)
     fails here, like a stale reference page."""
     from pipeline import seedscli, study
-    from seeds import report
+    from seeds import page
     text = (RESULTS / "seeds.md").read_text()
-    planned = {r.key[:report.KEY_CHARS]: r.axes["block"] for r in study.load(seedscli.SEEDS_STUDY).runs}
+    planned = {r.key[:page.KEY_CHARS]: r.axes["block"] for r in study.load(seedscli.SEEDS_STUDY).runs}
     keys = re.findall(r"^\| \d+ \| [^|]+ \|.*\| `([0-9a-f]+)` \|(?: [^|]+ \|)?$", text, re.M)  # then its status
     assert keys, "docs/results/seeds.md lists no run"
     stale = [k for k in keys if k not in planned]

@@ -18,7 +18,15 @@ import topologies as T
 from analysis import compare, db, pages
 from analysis.profile import KERNEL
 from analysis.rows import insert
-from seeds import kit as seed_kit, report as seeds, runs as seed_runs, table002, table004, tables as seed_tables
+from seeds import (
+    kit as seed_kit,
+    page as seed_page,
+    report as seeds,
+    runs as seed_runs,
+    table002,
+    table004,
+    tables as seed_tables,
+)
 from tests.e2e import REPO
 from tests.test_report import rec, store
 
@@ -257,7 +265,7 @@ def cells(text: str, name: str) -> list[str]:
 
 def study_tables(built) -> dict[str, str]:
     path, ids, con = built
-    return {s: table(con, s, seed_runs.select_runs(con, s, ids["study"])) for s in seeds.SEEDS}
+    return {s: table(con, s, seed_runs.select_runs(con, s, ids["study"])) for s in seed_tables.SEEDS}
 
 
 def test_each_seed_table_has_the_seeds_rows_and_units(built):
@@ -602,12 +610,12 @@ def test_default_selection_takes_one_start_per_column(tmp_path, monkeypatch):
 
 def test_cli_prints_the_tables_and_bad_input_is_one_line(built, capsys, tmp_path, monkeypatch):
     path, ids, con = built
-    assert seeds.print_tables(str(path), ["001", "003"], ids["study"]) == 0
+    assert seed_page.print_tables(str(path), ["001", "003"], ids["study"]) == 0
     out = capsys.readouterr().out
     assert out.count("\nseed ") + out.startswith("seed ") == 2 and "seed 003:" in out
 
     def bad(dbpath, wanted=(), study=None) -> str:
-        assert seeds.print_tables(str(dbpath), list(wanted), study) == 2
+        assert seed_page.print_tables(str(dbpath), list(wanted), study) == 2
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and err.startswith("error: "), err
         return err
@@ -625,13 +633,13 @@ def test_cli_prints_the_tables_and_bad_input_is_one_line(built, capsys, tmp_path
     con1.close()
     monkeypatch.setattr(seed_runs, "SEEDS_STUDY", tmp_path / "absent.toml")  # no block: any machine
     assert "no ok runs for seeds 000 002 003 004 in" in bad(one)
-    assert seeds.print_tables(str(one), ["001"]) == 0 and "seed 001:" in capsys.readouterr().out
+    assert seed_page.print_tables(str(one), ["001"]) == 0 and "seed 001:" in capsys.readouterr().out
 
 
 def test_the_tables_become_a_generated_page_that_says_how_they_were_made(built, capsys, tmp_path):
     path, ids, con = built
     page = tmp_path / "docs" / "seeds.md"
-    assert seeds.print_tables(str(path), ["001", "003"], ids["study"], page=(page, "./run.py seeds CMD")) == 0
+    assert seed_page.print_tables(str(path), ["001", "003"], ids["study"], page=(page, "./run.py seeds CMD")) == 0
     printed, text = capsys.readouterr().out, page.read_text()
     assert text.startswith("# Results: the seeds' tables\n") and pages.GENERATED in text
     assert "| command | `./run.py seeds CMD` |" in text and f"`{path.resolve()}`" in text
@@ -645,7 +653,7 @@ def test_the_tables_become_a_generated_page_that_says_how_they_were_made(built, 
     assert "## Seed 001" in text and "## Seed 003" in text
     # bad input writes no page
     other = tmp_path / "other.md"
-    assert seeds.print_tables(str(path), ["007"], None, page=(other, "x")) == 2 and not other.exists()
+    assert seed_page.print_tables(str(path), ["007"], None, page=(other, "x")) == 2 and not other.exists()
 
 
 def test_the_page_lists_its_runs_keys_and_counts_what_the_campaign_has_not_run(built, capsys, tmp_path):
@@ -657,7 +665,7 @@ def test_the_page_lists_its_runs_keys_and_counts_what_the_campaign_has_not_run(b
     keys = [con.execute("SELECT run_key FROM runs WHERE id = ?", (i,)).fetchone()[0] for i in shown]
     planned = [(k, "001") for k in keys] + [("f" * 64, "001-mglru"), ("e" * 64, "000")]
     page = tmp_path / "seeds.md"
-    assert seeds.print_tables(str(path), [], ids["study"], page=(page, "CMD"), planned=planned) == 0
+    assert seed_page.print_tables(str(path), [], ids["study"], page=(page, "CMD"), planned=planned) == 0
     text = page.read_text()
     assert f"{len(keys)} of the {len(planned)} runs `studies/seeds.toml` plans at this checkout are on this page; " \
            "to run: 2 (001-mglru: 1, 000: 1)." in text
@@ -680,7 +688,7 @@ def test_the_page_lists_its_runs_keys_and_counts_what_the_campaign_has_not_run(b
             rw.execute("UPDATE runs SET wall_s = ? WHERE id = ?", (600.0 * int(r), int(r)))
             w += [600.0 * int(r)] if b.strip() == block else []
     more = planned + [("d" * 64, block)]
-    assert seeds.print_tables(str(timed), [], ids["study"], page=(page, "CMD"), planned=more) == 0
+    assert seed_page.print_tables(str(timed), [], ids["study"], page=(page, "CMD"), planned=more) == 0
     row = next(x for x in page.read_text().splitlines() if x.startswith(f"| {block} |"))
     assert row.endswith(f" | {sum(w) / len(w) / 3600:.2f} |")
 
@@ -700,7 +708,7 @@ def test_a_run_without_a_study_row_takes_its_repeat_from_the_plan(built, tmp_pat
     # repeats the plan gives, unlike any the study row held
     planned = [(k, "001-plan", "kind", 7 + n) for n, k in enumerate(keys.values())]
     page = tmp_path / "seeds.md"
-    assert seeds.print_tables(str(bare), ["001"], ids["study"], page=(page, "CMD"), planned=planned) == 0
+    assert seed_page.print_tables(str(bare), ["001"], ids["study"], page=(page, "CMD"), planned=planned) == 0
     rows = {int(m[1]): (m[2].strip(), m[3].strip()) for m in re.finditer(
         r"^\| (\d+) \| ([^|]+) \|[^|]+\|[^|]+\|[^|]+\| ([^|]+) \| `", page.read_text(), re.M)}
     assert {i: rows[i] for i in shown} == {i: ("001-plan", str(7 + n)) for n, i in enumerate(keys)}
@@ -722,7 +730,7 @@ def test_a_key_settled_by_a_failure_in_the_restored_guest_is_run_on_the_page(bui
         shutil.copy(path, copy)
         with db.connect(copy) as rw:
             rw.execute("UPDATE runs SET start = ? WHERE id = ?", (start, oom_id))
-        assert seeds.print_tables(str(copy), ["003"], ids["study"], page=(page, "CMD"), planned=planned) == 0
+        assert seed_page.print_tables(str(copy), ["003"], ids["study"], page=(page, "CMD"), planned=planned) == 0
         text = page.read_text()
         assert (f"{len(planned) - (0 if counted else 1)} of the {len(planned)} runs" in text), start
         row = [x for x in text.splitlines() if x.startswith(f"| {oom_id} |")]
@@ -773,7 +781,7 @@ def test_a_planned_run_made_outside_the_study_counts_in_its_block(built, tmp_pat
     with db.connect(loose) as rw:
         rw.execute("UPDATE study_runs SET axes_json = '{}' WHERE run_id = ?", (shown[0],))
     page = tmp_path / "seeds.md"
-    assert seeds.print_tables(str(loose), ["001"], ids["study"], page=(page, "CMD"),
+    assert seed_page.print_tables(str(loose), ["001"], ids["study"], page=(page, "CMD"),
                               planned=[(k, "001") for k in keys.values()]) == 0
     listed = dict(re.findall(r"^\| (\d+) \| ([^|]+) \|", page.read_text(), re.M))
     assert listed[str(shown[0])].strip() == "001"
@@ -790,7 +798,7 @@ def test_a_run_under_a_key_the_checkout_does_not_plan_is_left_out_and_counted(bu
     gone = con.execute("SELECT run_key FROM runs WHERE id = ?", (shown[0],)).fetchone()[0]
     planned = [(k, "001") for k in keys - {gone}]
     page = tmp_path / "seeds.md"
-    assert seeds.print_tables(str(path), ["001"], ids["study"], page=(page, "CMD"), planned=planned) == 0
+    assert seed_page.print_tables(str(path), ["001"], ids["study"], page=(page, "CMD"), planned=planned) == 0
     out = capsys.readouterr().out
     ours = next(line for line in out.splitlines() if line.startswith("ours:"))
     assert f"run {shown[0]}," not in ours + "," and f" {shown[0]}," not in ours + ","
@@ -798,7 +806,7 @@ def test_a_run_under_a_key_the_checkout_does_not_plan_is_left_out_and_counted(bu
     assert "Left out: 1 ok run" in page.read_text()
     assert seed_runs.select_runs(con, "001", ids["study"], keys - {gone}) == shown[1:]
     # every key planned: nothing left out, no line
-    assert seeds.print_tables(str(path), ["001"], ids["study"], planned=[(k, "001") for k in keys]) == 0
+    assert seed_page.print_tables(str(path), ["001"], ids["study"], planned=[(k, "001") for k in keys]) == 0
     assert "left out" not in capsys.readouterr().out
 
 
@@ -815,7 +823,7 @@ def test_seeds_command_runs_every_block_of_a_seed(monkeypatch, tmp_path, capsys)
         return 7, None
 
     monkeypatch.setattr(studycli, "run", run)
-    monkeypatch.setattr(seeds, "print_tables", lambda dbpath, wanted, study=None, page=None, planned=None:
+    monkeypatch.setattr(seed_page, "print_tables", lambda dbpath, wanted, study=None, page=None, planned=None:
                         asked.setdefault("tables", (wanted, study)) and 0)
     assert seedscli.main(["004", "--db", str(tmp_path / "r.db")]) == 0
     assert asked["groups"] == seed_runs.block_names(seedscli.SEEDS_STUDY.read_text(), "004")
@@ -849,7 +857,7 @@ def test_a_parameter_away_from_its_default_makes_a_column_of_its_own():
     """004: zone_reclaim_mode=5 and a page cache filled first are columns of
     their own; the same parameter at its default (a knob left to the kernel,
     no page cache) is not."""
-    s = seeds.SEEDS["004"]
+    s = seed_tables.SEEDS["004"]
     row = {"patch_set": "vanilla", "cpus": 32, "nodes": 32, "topology": "gs1280-32", "disk_model": "",
            "kernel_flavor": "default", "timing_mode": "detailed"}
     col = lambda **p: seed_kit.column(s, {**row, "params_json": json.dumps({"cpu": 0, **p})})[5][2]
