@@ -357,6 +357,3 @@ def verdict(lines) -> str:
             for d in ds if d.outcome != "same"]
     return (f"verdict: {word}: {len(same)} of {len(ds)} directions the seed's"
             + (f" ({'; '.join(same)})" if same else "") + (f"; not: {'; '.join(rest)}" if rest else "") + later)
-
-
-# --- ./run.py seeds --table-only (pipeline/seedscli.py parses the command) ----------------

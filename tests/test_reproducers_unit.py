@@ -197,6 +197,9 @@ def test_forkstorm_children_run_on_the_family_region_and_their_workers(programs)
         done = p.first("forkstorm_done").body
         assert p.first("forkstorm_start").body["touch_kib"] == 64
         assert all(j > 20 for j in done["per_worker"]) and done["worker_status"] == [0, 0], r.stderr
+        # a tick every 100 ms of the 300: jobs never fewer, the last (when the workers are done) all of them
+        ticks = [t.body["jobs"] for t in p.of("forkstorm_tick")]
+        assert len(ticks) >= 2 and ticks == sorted(ticks) and ticks[-1] == sum(done["per_worker"]), ticks
 
 
 def test_kvio_serves_ops_at_every_level(programs, tmp_path):

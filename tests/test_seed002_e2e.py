@@ -25,6 +25,7 @@ import json
 
 import pytest
 
+from analysis import summary
 from analysis.profile import KERNEL
 from images import kernel as kimg
 from seeds.kit import cpu_share
@@ -80,19 +81,23 @@ def test_the_period_set_spins_and_waits_on_rwsems_many_times_more(storm):
 
 def test_the_reproducer_records_each_storm(storm):
     """forkstorm's own records on both runs (the reproducer's end-to-end
-    check, which had a run of its own in tests/test_reproducers.py)."""
+    check, which had a run of its own in tests/test_reproducers.py: a 2 s
+    storm there, whose once-a-second ticks were checked in order; this 0.5 s
+    storm logs only the tick at its end, so the ticks' order is the unit
+    tests' now)."""
     r, c, runs, done = storm
     for x in runs.values():
         reproducer_ok(c, x["id"], "forkstorm")
         workers = [w for (w,) in c.execute("SELECT jobs FROM forkstorm_workers WHERE run_id = ? ORDER BY worker",
                                           (x["id"],))]
-        assert len(workers) == len(done[x["patch_set"]]["per_worker"]) >= 2 and all(j > 0 for j in workers)
-        # jobs sampled every tick (and once when the workers are done): never fewer, the last one all of them
+        assert len(workers) == 4 and all(j > 0 for j in workers)  # workers=0: one per CPU
         ticks = [t for (t,) in c.execute("SELECT jobs FROM forkstorm_ticks WHERE run_id = ? ORDER BY seq",
                                         (x["id"],))]
-        assert ticks and ticks == sorted(ticks) and ticks[-1] == sum(workers)
+        assert ticks and ticks[-1] == sum(workers)  # the last tick, when the workers are done, counts all jobs
         m = metrics(c, x["id"])
         assert m["forkstorm.jobs_per_min"] > 0 and 0 < m["forkstorm.sys_share"] < 1
         assert m["forkstorm.sys_share"] + m["forkstorm.user_share"] <= 1.0
-        # a default kernel keeps no LOCK_STAT: no lock classes
+        # a default kernel keeps no LOCK_STAT: no lock classes, and the run's summary says so
         assert c.execute("SELECT COUNT(*) FROM repro_lockstat WHERE run_id = ?", (x["id"],)).fetchone()[0] == 0
+        out = summary.render(c, x["id"])  # what ./run.py prints for one kernel (./run.py show RUN)
+        assert "sanity:  PASSED" in out and "not measured (kernel without LOCK_STAT" in out
