@@ -1,12 +1,14 @@
 """What tests share to call ./run.py: the checkout (REPO), the environment a
 ./run.py subprocess gets (ENV; end-to-end tests take conftest's `vmlab_env`,
 which is ENV with CI's cold cache), the command into a private database, and
-that database."""
+that database, and what a reproducer's run must hold."""
 import os
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+
+from analysis import summary
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -62,12 +64,14 @@ def metrics(c, rid) -> dict:
             for x in c.execute("SELECT name, value, text FROM metrics WHERE run_id = ?", (rid,))}
 
 
-def reproducer_ok(c, rid, exp):
-    """The run is ok, of exp, and its reproducer's sanity checks all passed
-    (the rows, and the metric the summary prints from them); its row."""
-    run = c.execute("SELECT * FROM runs WHERE id = ?", (rid,)).fetchone()
-    assert run["status"] == "ok" and run["experiment"] == exp
-    checks = {x["check_name"]: x["ok"] for x in c.execute("SELECT * FROM repro_sanity WHERE run_id = ?", (rid,))}
-    assert checks and all(checks.values()), checks
+def reproducer_ok(c, rid, exp) -> str:
+    """The run is ok, of exp, and its reproducer's sanity checks all passed:
+    the metric, and the line the run's summary prints from the checks' rows
+    (analysis/summary.py, what `./run.py show RUN` prints). The summary."""
+    run = c.execute("SELECT status, experiment FROM runs WHERE id = ?", (rid,)).fetchone()
+    assert tuple(run) == ("ok", exp)
+    out = summary.render(c, rid)
+    sanity = next((line for line in out.splitlines() if line.startswith("sanity:")), None)
+    assert sanity and sanity.startswith("sanity:  PASSED"), sanity
     assert metrics(c, rid)[f"{exp}.sanity_ok"] == 1
-    return run
+    return out

@@ -55,7 +55,7 @@ MACHINES = {1: "x86-1c-small", 8: "x86-2s-8c-small", 32: "x86-4s-32c-small"}
 MEM_FRAC = {(1, "fast"): 1.05, (8, "off"): 1.05, (8, "detailed"): 0.3, (32, "fast"): 0.3}
 
 
-@pytest.mark.parametrize("cpus,mode", [(1, "fast"), (8, "off"), (8, "detailed"), (32, "fast")])
+@pytest.mark.parametrize("cpus,mode", list(MEM_FRAC))
 def test_a_swapping_run_repeats_exactly(vmlab_env, tmp_path, cpus, mode):
     topo = str(REPO / "tests" / "data" / f"{MACHINES[cpus]}.toml")
     swaps = MEM_FRAC[cpus, mode] > 1

@@ -25,7 +25,6 @@ import json
 
 import pytest
 
-from analysis import summary
 from analysis.profile import KERNEL
 from images import kernel as kimg
 from seeds.kit import cpu_share
@@ -87,7 +86,7 @@ def test_the_reproducer_records_each_storm(storm):
     tests' now)."""
     r, c, runs, done = storm
     for x in runs.values():
-        reproducer_ok(c, x["id"], "forkstorm")
+        out = reproducer_ok(c, x["id"], "forkstorm")
         workers = [w for (w,) in c.execute("SELECT jobs FROM forkstorm_workers WHERE run_id = ? ORDER BY worker",
                                           (x["id"],))]
         assert len(workers) == 4 and all(j > 0 for j in workers)  # workers=0: one per CPU
@@ -99,5 +98,4 @@ def test_the_reproducer_records_each_storm(storm):
         assert m["forkstorm.sys_share"] + m["forkstorm.user_share"] <= 1.0
         # a default kernel keeps no LOCK_STAT: no lock classes, and the run's summary says so
         assert c.execute("SELECT COUNT(*) FROM repro_lockstat WHERE run_id = ?", (x["id"],)).fetchone()[0] == 0
-        out = summary.render(c, x["id"])  # what ./run.py prints for one kernel (./run.py show RUN)
-        assert "sanity:  PASSED" in out and "not measured (kernel without LOCK_STAT" in out
+        assert "not measured (kernel without LOCK_STAT" in out

@@ -19,7 +19,6 @@ kernels are within a per cent. Slow; CI runs it (allocators-reclaim is a
 shipped patch set CI builds anyway)."""
 import pytest
 
-from analysis import summary
 from images import kernel as kimg
 from seeds.kit import delta, fig
 from seeds.tables import S003
@@ -90,4 +89,3 @@ def test_the_reproducer_records_each_sort(sorts):
         assert len(procs) == 1 and procs[0]["unsorted"] == 0
         assert procs[0]["elements"] == round(1.1 * ram_mib) * (1 << 20) // 4
         assert len(m["qsbench.checksum"]) == 16
-        assert "sanity:  PASSED" in summary.render(c, x["id"])  # what ./run.py prints for one kernel
