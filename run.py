@@ -71,7 +71,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     """A run's options; each default is RunSpec's (pipeline/spec.py), written there only."""
     import experiments
     from analysis import db
-    from images import kernel
+    from images import variants
     from pipeline.spec import RunSpec as D
     p.add_argument("--topology", "-t", default=D.topology,
                    help="machine: a name from topologies/ (see `list`) or a path to a TOML file "
@@ -82,12 +82,12 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE",
                    help="override an experiment parameter; repeat, or separate with commas (see `list`)")
     p.add_argument("--kernel", default=D.kernel,
-                   help=f"patch set from images/patches/: {', '.join(kernel.patchsets())} (default {D.kernel}; "
+                   help=f"patch set from images/patches/: {', '.join(variants.patchsets())} (default {D.kernel}; "
                         "vanilla is the empty set), optionally @ a kernel line: "
-                        f"{', '.join(kernel.LINES)} (default {kernel.DEFAULT_LINE}; e.g. vanilla@6.12); several, "
+                        f"{', '.join(variants.LINES)} (default {variants.DEFAULT_LINE}; e.g. vanilla@6.12); several, "
                         "comma-separated (e.g. vanilla,zone-reclaim-auto or vanilla,vanilla@6.12), run "
                         "the experiment once per kernel and print a comparison")
-    p.add_argument("--flavor", default=D.flavor, choices=list(kernel.FLAVORS),
+    p.add_argument("--flavor", default=D.flavor, choices=list(variants.FLAVORS),
                    help="kernel config flavor: lockstat adds LOCK_STAT (slower; never mix flavors in a comparison); "
                         "mglru builds in the multi-generational LRU, on from boot")
     p.add_argument("--qemu-mode", default=D.qemu_mode, choices=["icount", "mttcg"],

@@ -50,9 +50,9 @@ class Built:
 def build(cache: Path, variant, arch: str, experiment: str, timing: bool = False) -> Built:
     import timing as tm
     from engine import qemu_build
-    from images import kernel
-    kernel.check_variant(variant)
-    kdir = kernel.artifact_dir(cache, variant)
+    from images import kernel, variants
+    variants.check_variant(variant)
+    kdir = variants.artifact_dir(cache, variant)
     initrd = cache / "initramfs" / f"{arch}-{experiment}.cpio"
     args = [sys.executable, "-m", "SCons", "-f", str(HERE / "SConstruct"), "-Q",
             f"repo={REPO}", f"cache={cache}", f"kernels={variant.arch}/{variant.flavor}/{variant.patchset}",
@@ -71,7 +71,7 @@ def build(cache: Path, variant, arch: str, experiment: str, timing: bool = False
     # and the default tree at once). SCons below finds it built.
     try:
         kernel.build(cache, variant)
-    except kernel.BuildError as e:  # a patch that does not apply, a missing source: one line
+    except variants.BuildError as e:  # a patch that does not apply, a missing source: one line
         raise BuildFailed(str(e), e.status) from None
     # SCons prints each action it runs (and "... is up to date" otherwise):
     # any other line means something was built. What it prints goes to

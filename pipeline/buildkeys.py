@@ -17,7 +17,7 @@ import hashlib
 from pathlib import Path
 
 import timing
-from images import kernel
+from images import variants
 
 REPO = Path(__file__).resolve().parent.parent
 # what compiles and packs the guest's programs, beside the experiment's own sources
@@ -48,7 +48,7 @@ def model_sha256() -> str:
 def build_keys(engine, mode, exp, variant) -> dict[str, str]:
     """engine, model (when the timing mode loads the plugin), kernel,
     programs: what the run key adds."""
-    out = {"engine": engine.build_key(), "kernel": kernel.key(variant), "programs": programs_sha256(exp)}
+    out = {"engine": engine.build_key(), "kernel": variants.key(variant), "programs": programs_sha256(exp)}
     if mode.loads_plugin:
         out["model"] = model_sha256()
     return out

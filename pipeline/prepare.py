@@ -15,7 +15,7 @@ import experiments
 import topologies
 from build import wrapper
 from engine.base import Engine, SnapshotError, Snapshots
-from images import kernel
+from images import kernel, variants
 from pipeline import buildkeys
 from pipeline.spec import InputError, RunSpec, run_key
 from timing import modes
@@ -53,10 +53,10 @@ def prepare(spec: RunSpec) -> Prepared:
         topo = topologies.load(spec.topology)
         exp = experiments.load(spec.experiment)
         plan = exp.resolve(topo, experiments.parse_overrides(spec.param_args()))
-        variant = kernel.Variant(topo.guest_isa, spec.flavor, spec.kernel)
-        kernel.check_variant(variant)
-        if spec.flavor not in kernel.FLAVORS:
-            raise kernel.BuildError(f"--flavor: expected one of {', '.join(kernel.FLAVORS)}, got {spec.flavor!r}")
+        variant = variants.Variant(topo.guest_isa, spec.flavor, spec.kernel)
+        variants.check_variant(variant)
+        if spec.flavor not in variants.FLAVORS:
+            raise variants.BuildError(f"--flavor: expected one of {', '.join(variants.FLAVORS)}, got {spec.flavor!r}")
         engine = engines.get(spec.engine)
         mode, mode_why = modes.resolve(spec.timing, spec.qemu_mode, engine.loads_plugin())
         if mode.name != spec.timing:  # auto, resolved: the run is keyed and recorded as the mode it runs
@@ -78,7 +78,7 @@ def prepare(spec: RunSpec) -> Prepared:
             spec = RunSpec(**{**spec.__dict__, "quantum_ns": quantum})
         snaps, why = engine.snapshots(spec, topo, *disk_mib(plan, topo))
         mode.check_start(why)
-    except (topologies.TopologyError, experiments.ExperimentError, kernel.BuildError, *engines.input_errors(),
+    except (topologies.TopologyError, experiments.ExperimentError, variants.BuildError, *engines.input_errors(),
             modes.TimingError, disks.DiskError) as e:
         raise InputError(str(e)) from None
     key = run_key(spec, topo.sha256, plan.all_values, disk_model.label() if disk_model else spec.disk,
@@ -137,7 +137,7 @@ def build(prep: Prepared):
     try:
         built = wrapper.build(cache_dir(), prep.variant, prep.topo.guest_isa, prep.exp.name,
                               timing=prep.mode.loads_plugin)
-    except (RuntimeError, kernel.BuildError) as e:
+    except (RuntimeError, variants.BuildError) as e:
         raise BuildError(str(e), getattr(e, "status", 1)) from None
     return take_snapshot(prep, built) if prep.snaps else built
 

@@ -3,7 +3,7 @@
 is missing, so a new machine installs the pinned one (a kernel build's key
 holds its source's version: an unpinned update re-keys every run)."""
 from bootstrap import bootstrap
-from images import kernel
+from images import variants
 
 
 def test_the_guest_kernels_sources_are_pinned_and_installed_at_their_pins():
@@ -11,7 +11,7 @@ def test_the_guest_kernels_sources_are_pinned_and_installed_at_their_pins():
     for pkg in ("linux-source-6.1", "linux-source-6.12"):
         assert pins.get(pkg), f"{pkg}: not pinned in bootstrap/apt-packages.txt"
         assert bootstrap._version(pkg) == pins[pkg], f"{pkg}: installed at another version than its pin"
-    assert kernel.SOURCE_PACKAGE in pins
+    assert variants.SOURCE_PACKAGE in pins
 
 
 def test_a_pinned_package_at_another_version_is_missing(monkeypatch):

@@ -92,7 +92,7 @@ def test_the_kernel_builds_outside_the_build_lock_before_scons_runs(tmp_path, mo
     """A kernel compiles under its own tree's lock, not the cache's build
     lock: while it does, other runs' builds (SCons, which finds it built)
     go on, and another tree can build beside it (a cold CI's two workers)."""
-    from images import kernel
+    from images import kernel, variants
     seen = []
 
     def kernel_build(cache, v, jobs=None):
@@ -111,18 +111,18 @@ def test_the_kernel_builds_outside_the_build_lock_before_scons_runs(tmp_path, mo
         return True
     monkeypatch.setattr(kernel, "build", kernel_build)
     monkeypatch.setattr(wrapper, "_scons", scons)
-    built = wrapper.build(tmp_path, kernel.Variant(patchset="vanilla"), "x86_64", "memeater")
+    built = wrapper.build(tmp_path, variants.Variant(patchset="vanilla"), "x86_64", "memeater")
     assert seen == [("kernel", "vanilla"), ("scons", True, True)] and built.userland == b"cpio"
 
 
 def test_a_kernel_that_does_not_apply_fails_the_build_with_one_line_and_status_2(tmp_path, monkeypatch):
-    from images import kernel
+    from images import kernel, variants
 
     def kernel_build(cache, v, jobs=None):
-        raise kernel.BuildError("images/patches/x/0001.patch does not apply: Hunk #1 FAILED")
+        raise variants.BuildError("images/patches/x/0001.patch does not apply: Hunk #1 FAILED")
     monkeypatch.setattr(kernel, "build", kernel_build)
     with pytest.raises(wrapper.BuildFailed, match="does not apply") as e:
-        wrapper.build(tmp_path, kernel.Variant(), "x86_64", "memeater")
+        wrapper.build(tmp_path, variants.Variant(), "x86_64", "memeater")
     assert e.value.status == 2 and not (tmp_path / "build.lock").exists()
 
 

@@ -41,11 +41,11 @@ def test_help_lists_what_the_repo_holds(tmp_path):
     """The experiments, patch sets and flavors in --help come from the
     folders, and query --help lists the tables a database really has."""
     import experiments
-    from images import kernel
+    from images import variants
     r = vmlab(ENV, None, "--help")
     assert r.returncode == 0
     text = "".join(r.stdout.split())  # argparse wraps lines, also at hyphens
-    for name in experiments.available() + kernel.patchsets() + list(kernel.FLAVORS):
+    for name in experiments.available() + variants.patchsets() + list(variants.FLAVORS):
         assert name in text, name
     from analysis import db
     con = db.connect(tmp_path / "r.db")

@@ -1,64 +1,64 @@
-"""Kernel lines (images/kernel.py LINES): a kernel is a patch set, optionally
+"""Kernel lines (images/variants.py LINES): a kernel is a patch set, optionally
 `@line` (vanilla@6.12). The default line's kernels keep their keys and
 artifacts (`set@6.1` is `set`); another line has its own source package,
 fragment, tree and key; a patch set says which lines it applies to; bad
 input is one line naming the option or the file and field, exit 2."""
 import pytest
 
-from images import kernel
+from images import kernel, variants
 from tests import bootstrapped
 from tests.e2e import ENV, REPO, vmlab
 
 
 def test_names_split_into_set_and_line():
-    assert kernel.split_kernel("vanilla") == ("vanilla", "6.1")
-    assert kernel.split_kernel("zone-reclaim-auto@6.1") == ("zone-reclaim-auto", "6.1")
-    v = kernel.Variant(patchset="vanilla@6.12")
+    assert variants.split_kernel("vanilla") == ("vanilla", "6.1")
+    assert variants.split_kernel("zone-reclaim-auto@6.1") == ("zone-reclaim-auto", "6.1")
+    v = variants.Variant(patchset="vanilla@6.12")
     assert (v.set, v.line, v.tree) == ("vanilla", "6.12", "x86_64-default@6.12")
-    assert kernel.Variant().tree == "x86_64-default" and kernel.Variant(flavor="lockstat").tree == "x86_64-lockstat"
+    assert variants.Variant().tree == "x86_64-default" and variants.Variant(flavor="lockstat").tree == "x86_64-lockstat"
 
 
 def test_the_default_line_keeps_its_keys_and_artifacts():
-    bootstrapped.apt(kernel.SOURCE_PACKAGE)
-    for name in kernel.patchsets():
-        a, b = kernel.Variant(patchset=name), kernel.Variant(patchset=f"{name}@6.1")
-        assert kernel.key(a) == kernel.key(b)
-        assert kernel.artifact_dir(REPO, a) == kernel.artifact_dir(REPO, b)
-        assert "@" not in kernel.artifact_dir(REPO, a).name
-        assert kernel.fragments(a) == [kernel.KDIR / "x86_64.config"]
+    bootstrapped.apt(variants.SOURCE_PACKAGE)
+    for name in variants.patchsets():
+        a, b = variants.Variant(patchset=name), variants.Variant(patchset=f"{name}@6.1")
+        assert variants.key(a) == variants.key(b)
+        assert variants.artifact_dir(REPO, a) == variants.artifact_dir(REPO, b)
+        assert "@" not in variants.artifact_dir(REPO, a).name
+        assert variants.fragments(a) == [variants.KDIR / "x86_64.config"]
 
 
 def test_line_6_12_has_its_source_fragment_and_key():
     bootstrapped.apt("linux-source-6.12")
-    v = kernel.Variant(patchset="vanilla@6.12")
-    kernel.check_variant(v)
-    assert kernel.fragments(v) == [kernel.KDIR / "x86_64.config", kernel.KDIR / "x86_64-6.12.config"]
-    assert kernel.key(v) != kernel.key(kernel.Variant())
-    assert kernel.artifact_dir(REPO, v).name.startswith("x86_64-default-vanilla@6.12-")
-    assert kernel.source_version("6.12").startswith("6.12.")
-    own = (kernel.KDIR / "x86_64-6.12.config").read_text()
+    v = variants.Variant(patchset="vanilla@6.12")
+    variants.check_variant(v)
+    assert variants.fragments(v) == [variants.KDIR / "x86_64.config", variants.KDIR / "x86_64-6.12.config"]
+    assert variants.key(v) != variants.key(variants.Variant())
+    assert variants.artifact_dir(REPO, v).name.startswith("x86_64-default-vanilla@6.12-")
+    assert variants.source_version("6.12").startswith("6.12.")
+    own = (variants.KDIR / "x86_64-6.12.config").read_text()
     for sym in ("CONFIG_NUMA=y", "CONFIG_ACPI_HMAT=y", "CONFIG_NUMA_BALANCING=y", "CONFIG_MIGRATION=y"):
         assert sym in own.splitlines()
 
 
 def test_patch_sets_say_which_lines_they_apply_to():
-    assert kernel.set_lines("vanilla") == list(kernel.LINES)
-    for name in kernel.patchsets():
+    assert variants.set_lines("vanilla") == list(variants.LINES)
+    for name in variants.patchsets():
         if name != "vanilla":
-            assert kernel.set_lines(name) == ["6.1"], name
-            assert all(p.suffix == ".patch" for p in kernel.series(name))  # the lines: entry is no patch
+            assert variants.set_lines(name) == ["6.1"], name
+            assert all(p.suffix == ".patch" for p in variants.series(name))  # the lines: entry is no patch
 
 
 @pytest.mark.parametrize("variant,expect", [
-    (kernel.Variant(patchset="vanilla@6.5"), "--kernel: expected a kernel line after '@' in 'vanilla@6.5'"),
-    (kernel.Variant(patchset="zone-reclaim-auto@6.12"), "zone-reclaim-auto/series: field 'lines': patch set "
+    (variants.Variant(patchset="vanilla@6.5"), "--kernel: expected a kernel line after '@' in 'vanilla@6.5'"),
+    (variants.Variant(patchset="zone-reclaim-auto@6.12"), "zone-reclaim-auto/series: field 'lines': patch set "
                                                         "zone-reclaim-auto applies to kernel line(s) 6.1, not 6.12"),
-    (kernel.Variant(arch="alpha", patchset="vanilla@6.12"), "--kernel: kernel line 6.12 builds x86_64 guests"),
-    (kernel.Variant(patchset="nosuch@6.12"), "--kernel: expected a patch set under images/patches/"),
+    (variants.Variant(arch="alpha", patchset="vanilla@6.12"), "--kernel: kernel line 6.12 builds x86_64 guests"),
+    (variants.Variant(patchset="nosuch@6.12"), "--kernel: expected a patch set under images/patches/"),
 ])
 def test_bad_kernel_names(variant, expect):
-    with pytest.raises(kernel.BuildError) as e:
-        kernel.check_variant(variant)
+    with pytest.raises(variants.BuildError) as e:
+        variants.check_variant(variant)
     assert expect in str(e.value) and "\n" not in str(e.value)
 
 
@@ -70,7 +70,7 @@ def test_a_later_fragment_s_value_is_the_one_checked(tmp_path):
     cfg.write_text("CONFIG_NUMA=y\nCONFIG_NR_CPUS=128\n")
     kernel.check_config(cfg, [base, own])
     cfg.write_text("CONFIG_NUMA=y\nCONFIG_NR_CPUS=64\n")
-    with pytest.raises(kernel.BuildError, match="b.config: line 1: CONFIG_NR_CPUS=128 was not taken"):
+    with pytest.raises(variants.BuildError, match="b.config: line 1: CONFIG_NR_CPUS=128 was not taken"):
         kernel.check_config(cfg, [base, own])
 
 

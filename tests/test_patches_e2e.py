@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from images import kernel as kimg
+from images import variants as kvar
 from tests.e2e import db, vmlab, vmlab_cmd
 
 # every shipped set, stacked ones (a seed's fix on its period set) included
-SETS = [s for s in kimg.patchsets() if s != "vanilla"]
+SETS = [s for s in kvar.patchsets() if s != "vanilla"]
 KERNELS = ["vanilla", *SETS]
 # One comparison on x86-8s (where zone-reclaim-auto's rule fires), with a
 # stacked set in it; every other set proves itself live on a 2-CPU machine,
@@ -49,7 +49,7 @@ def test_each_set_is_in_its_kernel_with_the_vanilla_config(kernels):
     metas = {k: json.loads((d / "meta.json").read_text()) for k, d in kernels.items()}
     for k, d in kernels.items():
         syms = set(re.findall(r"\bvmlab_patch_\w+", (d / "System.map").read_text()))
-        want = {symbol(c) for c in kimg.components(k)}  # every layer of a stacked set
+        want = {symbol(c) for c in kvar.components(k)}  # every layer of a stacked set
         assert syms == want, (k, syms)
         # one config for every variant: vanilla vs patched compares only the patch
         assert metas[k]["config_sha256"] == metas["vanilla"]["config_sha256"]
@@ -86,7 +86,7 @@ def test_each_patch_is_live_in_the_guest(comparison):
     for x in c.execute("SELECT id, patch_set FROM runs"):
         live = {n[len("patch_live."):] for (n,) in c.execute(
             "SELECT name FROM metrics WHERE run_id = ? AND name LIKE 'patch_live.%'", (x["id"],))}
-        assert live == set(kimg.components(x["patch_set"])), x["patch_set"]
+        assert live == set(kvar.components(x["patch_set"])), x["patch_set"]
         zrm = c.execute("SELECT text FROM metrics WHERE run_id = ? AND name = 'guest.zone_reclaim_mode'",
                         (x["id"],)).fetchone()[0]
         # the run left zone_reclaim_mode to the kernel: only the old rule turns it on
@@ -115,7 +115,7 @@ def test_every_other_set_is_live_on_a_small_machine(vmlab_env, kernels, tmp_path
             (rid, ps), = c.execute("SELECT id, patch_set FROM runs WHERE status = 'ok'").fetchall()
             live = {n[len("patch_live."):] for (n,) in c.execute(
                 "SELECT name FROM metrics WHERE run_id = ? AND name LIKE 'patch_live.%'", (rid,))}
-            assert ps == k and live == set(kimg.components(k)) and live, (k, live)
+            assert ps == k and live == set(kvar.components(k)) and live, (k, live)
             done.append(k)
     assert sorted(done) == sorted(ELSEWHERE) and len(ELSEWHERE) >= 5
 

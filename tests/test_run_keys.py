@@ -8,7 +8,7 @@ import pytest
 import timing
 from analysis import db
 from engine import qemu_build
-from images import kernel
+from images import variants
 from pipeline import buildkeys, execute, study, studycli
 from pipeline.spec import RunSpec
 from protocol import records
@@ -33,8 +33,8 @@ def test_the_series_the_model_a_kernel_patch_and_a_guest_program_each_make_a_new
     extra = tmp_path / "9999-a-patch.patch"
     extra.write_text("--- a/x\n+++ b/x\n")
     with monkeypatch.context() as m:
-        real = kernel.all_patches
-        m.setattr(kernel, "all_patches", lambda v: [*real(v), extra])
+        real = variants.all_patches
+        m.setattr(variants, "all_patches", lambda v: [*real(v), extra])
         assert key() != k0
     src = tmp_path / "lib-change.c"
     src.write_text("int x;\n")

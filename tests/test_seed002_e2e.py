@@ -26,7 +26,7 @@ import json
 import pytest
 
 from analysis.profile import KERNEL
-from images import kernel as kimg
+from images import variants as kvar
 from seeds.kit import cpu_share
 from seeds.table002 import S002
 from tests.e2e import REPO, db, metrics, reproducer_ok, vmlab
@@ -59,7 +59,7 @@ def test_both_kernels_ran_the_same_storm_under_reclaim(storm):
         assert json.loads(x["params_json"])["family_mib"] > 0
         live = {n for (n,) in c.execute("SELECT name FROM metrics WHERE run_id = ? AND name LIKE 'patch_live.%'",
                                         (x["id"],))}
-        assert live == {f"patch_live.{k}" for k in kimg.components(ps)}
+        assert live == {f"patch_live.{k}" for k in kvar.components(ps)}
         # the storm ran under reclaim on every worker, and the profile saw the fork and exit page work
         assert all(j > 0 for j in done[ps]["per_worker"]) and done[ps]["vmstat"]["pswpout"] > 0
         assert ROWS["page_work"].value(c, x["id"]) > 0

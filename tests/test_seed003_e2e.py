@@ -19,7 +19,7 @@ kernels are within a per cent. Slow; CI runs it (allocators-reclaim is a
 shipped patch set CI builds anyway)."""
 import pytest
 
-from images import kernel as kimg
+from images import variants as kvar
 from seeds.kit import delta, fig
 from seeds.tables import S003
 from tests.e2e import REPO, db, metrics, reproducer_ok, vmlab
@@ -51,7 +51,7 @@ def test_both_kernels_sorted_the_same_array_above_ram(sorts):
         assert x["kernel_flavor"] == "default" and x["timing_mode"] == "fast"
         live = {n for (n,) in c.execute("SELECT name FROM metrics WHERE run_id = ? AND name LIKE 'patch_live.%'",
                                         (x["id"],))}
-        assert live == {f"patch_live.{k}" for k in kimg.components(x["patch_set"])}
+        assert live == {f"patch_live.{k}" for k in kvar.components(x["patch_set"])}
         assert fig("qsbench.pswpout")(c, x["id"]) > 0 and fig("qsbench.majflt")(c, x["id"]) > 0
         sums.add(c.execute("SELECT text FROM metrics WHERE run_id = ? AND name = 'qsbench.checksum'",
                            (x["id"],)).fetchone()[0])
