@@ -15,8 +15,8 @@ An artifact lives under the cache in a directory named by the hash of
 everything that decides its content (source package version, fragments,
 patches, the recipe's version), so an unchanged input is never rebuilt and
 two variants never overwrite each other. Reading a kernel's name or key
-needs no build tools: the run keys, the CLI's checks and the studies use
-this module alone.
+needs no build tools: the run keys (pipeline/buildkeys.py) and the CLI's
+option checks (run.py) use this module alone.
 """
 from __future__ import annotations
 
