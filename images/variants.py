@@ -67,6 +67,7 @@ def split_kernel(name: str) -> tuple[str, str]:
     base, sep, line = name.partition(LINE_SEP)
     return base, (line if sep else DEFAULT_LINE)
 
+
 ARCHES = {
     "x86_64": {"make_arch": "x86_64", "cross": "", "image": "arch/x86/boot/bzImage", "target": "bzImage"},
     # QEMU's clipper loads the ELF vmlinux itself (its PALcode comes with QEMU).

@@ -102,3 +102,12 @@ def test_a_bad_cxl_topology_on_the_command_line(tmp_path, old, new, field):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {bad}: field '{field}'"), r.stderr
     assert not (tmp_path / "r.db").exists()
+
+
+def test_a_bad_flavor_from_a_spec_is_one_input_error():
+    """A study's or a worker's spec skips argparse's choices: prepare's one
+    check (check_variant) still names the field and what was expected."""
+    from pipeline import execute
+    from pipeline.spec import InputError, RunSpec
+    with pytest.raises(InputError, match=r"^--flavor: expected one of default, lockstat, mglru, got 'debug'$"):
+        execute.prepare(RunSpec(topology="gs1280-8", flavor="debug"))
